@@ -1,0 +1,96 @@
+import type { Failure } from '../api/errors.js';
+
+/** Provider `meta` as received (spec §2.3); extra fields are kept. */
+export interface ProviderMeta {
+  source?: unknown;
+  cached?: unknown;
+  credits_used?: unknown;
+  pagination?: unknown;
+  [k: string]: unknown;
+}
+
+export interface UpstreamSettings {
+  /** Base URL of the provider, e.g. https://api.example.com (no trailing /v1). */
+  readonly url: string;
+  /** The shared provider key. Never logged, never echoed. */
+  readonly apiKey: string;
+  readonly connectTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  /** Total deadline for one logical call, retries and queueing included. */
+  readonly deadlineMs: number;
+  readonly maxResponseBytes: number;
+  /** Keep-alive pool size. */
+  readonly connections: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly retries: {
+    /** Retries of a provider 512 TEMPORARY_FETCH_FAILURE. */
+    readonly temporary: number;
+    /** Retries of a connection failure before any response byte. */
+    readonly connection: number;
+    readonly baseDelayMs: number;
+    readonly maxDelayMs: number;
+  };
+  readonly breaker: {
+    /** Consecutive failed calls that open the breaker. */
+    readonly failureThreshold: number;
+    readonly cooldownMs: number;
+  };
+  /** Provider calls in flight at once; the rest wait in a bounded queue. */
+  readonly maxConcurrency: number;
+  readonly queueSize: number;
+  /** Optional provider-plan shaping: at most `count` calls started per `perMs`. */
+  readonly rateLimit: { readonly count: number; readonly perMs: number } | null;
+}
+
+/** One logical provider call. `query` is already validated and canonical; order is kept. */
+export interface UpstreamCall {
+  readonly path: string;
+  readonly query: ReadonlyArray<readonly [string, string]>;
+  /** Tollgate's request id, sent as X-Request-Id for correlation. */
+  readonly requestId: string;
+}
+
+/** Why a call failed, for the cache's decisions (negative caching, stale fallback). */
+export type UpstreamFailureKind =
+  | 'client' // provider 400: passes through
+  | 'not_found' // provider 404: passes through, negative-cacheable
+  | 'source_not_found' // provider 513: passes through, negative-cacheable
+  | 'temporary' // provider 512 after retries: passes through, stale-eligible
+  | 'rate_limited' // provider 429 → 429 UPSTREAM_RATE_LIMITED
+  | 'auth' // provider 401/403 → 502 UPSTREAM_AUTH_FAILED
+  | 'server' // provider 5xx → 502 UPSTREAM_ERROR, stale-eligible
+  | 'invalid' // not JSON / no data+meta / too large → 502 UPSTREAM_ERROR, stale-eligible
+  | 'unavailable'; // timeout, connection failure, breaker open, queue full → 502 UPSTREAM_UNAVAILABLE, stale-eligible
+
+export interface UpstreamSuccess {
+  readonly ok: true;
+  readonly status: number;
+  /** The provider's `data`, parsed. */
+  readonly data: unknown;
+  readonly meta: ProviderMeta;
+  readonly upstreamRequestId: string | undefined;
+  /** Wall time of the whole logical call, queueing and retries included. */
+  readonly ms: number;
+  readonly attempts: number;
+}
+
+export interface UpstreamFailure {
+  readonly ok: false;
+  readonly kind: UpstreamFailureKind;
+  /** What the client is answered (status, code, message, headers such as Retry-After). */
+  readonly failure: Failure;
+  readonly upstreamStatus: number | undefined;
+  readonly upstreamRequestId: string | undefined;
+  readonly ms: number;
+  readonly attempts: number;
+}
+
+export type UpstreamOutcome = UpstreamSuccess | UpstreamFailure;
+
+export type BreakerState = 'closed' | 'open' | 'half_open';
+
+/** Observation hooks for metrics; all optional. */
+export interface UpstreamObserver {
+  onAttempt?(info: { path: string; status: number | 'error'; ms: number }): void;
+}

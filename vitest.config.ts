@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    environment: 'node',
+    // Integration tests start real servers on port 0; forks isolate native sqlite handles.
+    pool: 'forks',
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+  },
+});
