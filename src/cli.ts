@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from './config.js';
+import { registerKeys } from './cli/keys.js';
+import { registerRun } from './cli/run.js';
+import { CliError } from './cli/common.js';
+
+const program = new Command('tollgate')
+  .description('Caching, rate- and credit-limiting gateway for the professional-network data API')
+  .option('-c, --config <file>', 'YAML config file (default: $TOLLGATE_CONFIG)')
+  .option('--data-dir <dir>', 'data directory (default: $TOLLGATE_DATA_DIR or ./data)')
+  .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent')
+  .showHelpAfterError()
+  .exitOverride();
+
+registerRun(program);
+registerKeys(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode);
+  if (err instanceof CliError || err instanceof ConfigError) {
+    console.error(`tollgate: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(err);
+  process.exit(1);
+}

@@ -1,0 +1,165 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+/**
+ * Configuration: built-in defaults ← YAML file ← environment ← flags, validated once and
+ * frozen. A bad value stops startup with a message naming the field.
+ * Every option is documented in config/tollgate.example.yaml (a test keeps them in step).
+ */
+const ms = z.number().int().min(1);
+const nonNeg = z.number().int().min(0);
+
+const UpstreamSchema = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }).nullable().default(null),
+  apiKey: z.string().min(1).nullable().default(null),
+  connectTimeoutMs: ms.default(5_000),
+  headersTimeoutMs: ms.default(20_000),
+  bodyTimeoutMs: ms.default(20_000),
+  deadlineMs: ms.default(30_000),
+  maxResponseBytes: ms.default(8 * 1024 * 1024),
+  connections: z.number().int().min(1).max(1024).default(32),
+  keepAliveTimeoutMs: ms.default(30_000),
+  retries: z
+    .strictObject({
+      temporary: nonNeg.max(10).default(2),
+      connection: nonNeg.max(10).default(1),
+      baseDelayMs: ms.default(200),
+      maxDelayMs: ms.default(2_000),
+    })
+    .prefault({}),
+  breaker: z
+    .strictObject({
+      failureThreshold: z.number().int().min(1).default(5),
+      cooldownMs: ms.default(30_000),
+    })
+    .prefault({}),
+  maxConcurrency: z.number().int().min(1).max(1024).default(32),
+  queueSize: nonNeg.default(1_000),
+  rateLimit: z.strictObject({ count: z.number().int().min(1), perMs: ms }).nullable().default(null),
+});
+
+const ServerSchema = z.strictObject({
+  host: z.string().min(1).default('0.0.0.0'),
+  port: z.number().int().min(0).max(65535).default(8080),
+  /** Trust X-Forwarded-For from a fronting proxy (for per-IP limits and logs). */
+  trustProxy: z.boolean().default(false),
+  maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  maxUrlBytes: z.number().int().min(256).max(64 * 1024).default(8 * 1024),
+  requestTimeoutMs: ms.default(30_000),
+  headersTimeoutMs: ms.default(10_000),
+  keepAliveTimeoutMs: ms.default(5_000),
+  shutdownGraceMs: ms.default(10_000),
+});
+
+export const ConfigSchema = z.strictObject({
+  server: ServerSchema.prefault({}),
+  dataDir: z.string().min(1).default('./data'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Bearer token for /admin; admin routes are disabled while it is null. */
+  adminToken: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
+  network: z
+    .strictObject({
+      /** The network's registrable domain; URLs on other hosts are INVALID_NETWORK_URL. */
+      domain: z
+        .string()
+        .regex(/^[a-z0-9-]+(\.[a-z0-9-]+)+$/, 'must be a lowercase domain like example.com')
+        .default('linkedin.com'),
+    })
+    .prefault({}),
+  upstream: UpstreamSchema.prefault({}),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+type Tree = Record<string, unknown>;
+
+/** Environment variables (DESIGN §7) and the config path each one overrides. */
+const ENV_MAP: ReadonlyArray<readonly [string, string, 'string' | 'int']> = [
+  ['TOLLGATE_HOST', 'server.host', 'string'],
+  ['TOLLGATE_PORT', 'server.port', 'int'],
+  ['TOLLGATE_DATA_DIR', 'dataDir', 'string'],
+  ['TOLLGATE_UPSTREAM_URL', 'upstream.url', 'string'],
+  ['TOLLGATE_UPSTREAM_API_KEY', 'upstream.apiKey', 'string'],
+  ['TOLLGATE_ADMIN_TOKEN', 'adminToken', 'string'],
+  ['TOLLGATE_LOG_LEVEL', 'logLevel', 'string'],
+];
+
+export interface LoadOptions {
+  /** Path of a YAML file; falls back to TOLLGATE_CONFIG. */
+  file?: string | undefined;
+  env?: Env;
+  /** Highest precedence: dotted path → value, from command-line flags. */
+  overrides?: Record<string, unknown>;
+}
+
+export function loadConfig(opts: LoadOptions = {}): Readonly<Config> {
+  const env = opts.env ?? process.env;
+  const file = opts.file ?? env.TOLLGATE_CONFIG;
+  const tree: Tree = file ? readYaml(file) : {};
+  for (const [name, path, type] of ENV_MAP) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    setPath(tree, path, type === 'int' ? intFromEnv(name, raw) : raw);
+  }
+  for (const [path, value] of Object.entries(opts.overrides ?? {})) {
+    if (value !== undefined) setPath(tree, path, value);
+  }
+  return validateConfig(tree);
+}
+
+export function validateConfig(tree: unknown): Readonly<Config> {
+  const result = ConfigSchema.safeParse(tree);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return deepFreeze(result.data);
+}
+
+function readYaml(file: string): Tree {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`Cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`Config file ${file} is not valid YAML: ${(err as Error).message}`);
+  }
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`Config file ${file} must be a mapping`);
+  return doc as Tree;
+}
+
+function intFromEnv(name: string, raw: string): number {
+  if (!/^[0-9]+$/.test(raw)) throw new ConfigError(`Invalid configuration:\n  ${name}: must be an integer, got "${raw}"`);
+  return Number(raw);
+}
+
+function setPath(tree: Tree, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let node = tree;
+  for (const part of parts.slice(0, -1)) {
+    const next = node[part];
+    if (typeof next !== 'object' || next === null) node[part] = {};
+    node = node[part] as Tree;
+  }
+  node[parts[parts.length - 1]!] = value;
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}

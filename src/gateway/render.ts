@@ -1,0 +1,24 @@
+import { errorEnvelope, type Failure } from '../api/errors.js';
+
+/** What the HTTP layer sends: status, headers and a ready JSON body. */
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export function errorAnswer(f: Failure, requestId: string, extra?: Record<string, string>): Answer {
+  return {
+    status: f.status,
+    headers: { ...extra, ...f.headers },
+    body: JSON.stringify(errorEnvelope(f, requestId)),
+  };
+}
+
+/**
+ * The success envelope, assembled around `dataText` (already-serialized JSON) so that a
+ * cached body is never parsed and re-serialized.
+ */
+export function successBody(requestId: string, dataText: string, meta: Record<string, unknown>): string {
+  return `{"request_id":${JSON.stringify(requestId)},"data":${dataText},"meta":${JSON.stringify(meta)}}`;
+}

@@ -1,0 +1,151 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { ENDPOINTS } from './api/endpoints.js';
+import { failure, type Failure } from './api/errors.js';
+import { newRequestId } from './api/request-id.js';
+import type { Config } from './config.js';
+import { handleLookup, type LookupDeps, type LookupTrace } from './gateway/lookup.js';
+import { errorAnswer, type Answer } from './gateway/render.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    trace: LookupTrace | null;
+    endpointName: string | null;
+  }
+}
+
+export interface ServerDeps extends LookupDeps {
+  readonly config: Readonly<Config>;
+  readonly logger: Logger;
+  /** Readiness: databases open and the provider breaker's state. */
+  readonly ready: () => { ok: boolean; checks: Record<string, string> };
+}
+
+const LOOKUP_METHODS_DENIED = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/** Assembles the HTTP app from the stages. No listen, no globals: tests build as many as they like. */
+export function buildServer(deps: ServerDeps): FastifyInstance {
+  const { config } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    disableRequestLogging: true,
+    genReqId: () => newRequestId(deps.clock.now()),
+    requestIdHeader: false,
+    trustProxy: config.server.trustProxy,
+    http: { maxHeaderSize: config.server.maxHeaderBytes },
+    requestTimeout: config.server.requestTimeoutMs,
+    keepAliveTimeout: config.server.keepAliveTimeoutMs,
+    bodyLimit: 64 * 1024,
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      // Parser-level refusals never reach a route: answer them in the envelope too.
+      const f =
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? failure('HEADERS_TOO_LARGE')
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? failure('REQUEST_TIMEOUT')
+            : failure('INVALID_PARAMETER', 'Malformed HTTP request.');
+      if (socket.writable) {
+        const body = JSON.stringify({ error: { code: f.code, message: f.message, request_id: newRequestId() } });
+        socket.end(
+          `HTTP/1.1 ${f.status} ${f.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      } else socket.destroy();
+    },
+  });
+  app.server.headersTimeout = config.server.headersTimeoutMs;
+  app.decorateRequest('trace', null);
+  app.decorateRequest('endpointName', null);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const early = earlyRefusal(request, config);
+    if (early) return sendAnswer(reply, errorAnswer(early, request.id));
+  });
+
+  for (const def of ENDPOINTS) {
+    app.get(def.path, async (request, reply) => {
+      const trace: LookupTrace = {};
+      request.trace = trace;
+      request.endpointName = def.name;
+      const answer = await handleLookup(deps, def, rawQueryOf(request), request.headers.authorization, request.id, trace);
+      return sendAnswer(reply, answer);
+    });
+    app.route({
+      method: [...LOOKUP_METHODS_DENIED],
+      url: def.path,
+      handler: async (request, reply) =>
+        sendAnswer(reply, errorAnswer(failure('METHOD_NOT_ALLOWED', `Method ${request.method} is not allowed; use GET.`, { allow: 'GET, HEAD' }), request.id)),
+    });
+  }
+
+  app.get('/healthz', async (_request, reply) => reply.send({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const r = deps.ready();
+    return reply.code(r.ok ? 200 : 503).send({ status: r.ok ? 'ready' : 'not_ready', checks: r.checks });
+  });
+
+  app.setNotFoundHandler(async (request, reply) =>
+    sendAnswer(reply, errorAnswer(failure('ROUTE_NOT_FOUND', `No route for ${request.method} ${pathOf(request)}.`), request.id)),
+  );
+
+  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, request, reply) => {
+    const status = err.statusCode ?? 500;
+    if (status >= 500) request.log.error({ err, reqId: request.id }, 'unhandled error');
+    const f: Failure =
+      status === 413
+        ? failure('BODY_NOT_ALLOWED')
+        : status >= 400 && status < 500
+          ? { status, code: 'INVALID_PARAMETER', message: 'The request could not be processed.' }
+          : failure('INTERNAL_ERROR');
+    return sendAnswer(reply, errorAnswer(f, request.id));
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const t = request.trace;
+    request.log.info(
+      {
+        reqId: request.id,
+        method: request.method,
+        path: pathOf(request),
+        status: reply.statusCode,
+        endpoint: request.endpointName ?? undefined,
+        keyId: t?.keyId,
+        identity: t?.identity,
+        upstreamMs: t?.upstreamMs,
+        upstreamRequestId: t?.upstreamRequestId,
+        credits: t?.creditsUsed,
+        ms: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request',
+    );
+  });
+
+  return app;
+}
+
+/** Refusals that need no route: oversize URLs and bodies on reads. */
+function earlyRefusal(request: FastifyRequest, config: Readonly<Config>): Failure | null {
+  if (request.url.length > config.server.maxUrlBytes) return failure('URI_TOO_LONG');
+  if (request.method === 'GET' || request.method === 'HEAD') {
+    const len = request.headers['content-length'];
+    if ((len !== undefined && len !== '0') || request.headers['transfer-encoding'] !== undefined) {
+      return failure('BODY_NOT_ALLOWED');
+    }
+  }
+  return null;
+}
+
+function rawQueryOf(request: FastifyRequest): string {
+  const i = request.url.indexOf('?');
+  return i < 0 ? '' : request.url.slice(i + 1);
+}
+
+function pathOf(request: FastifyRequest): string {
+  const i = request.url.indexOf('?');
+  const p = i < 0 ? request.url : request.url.slice(0, i);
+  return p.length > 200 ? p.slice(0, 200) + '…' : p;
+}
+
+function sendAnswer(reply: import('fastify').FastifyReply, a: Answer) {
+  return reply.code(a.status).headers(a.headers).type('application/json; charset=utf-8').send(a.body);
+}

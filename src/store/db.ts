@@ -1,0 +1,36 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export type DB = Database.Database;
+
+/** One schema step; applied in order inside a transaction, recorded in PRAGMA user_version. */
+export type Migration = (db: DB) => void;
+
+/**
+ * Open a SQLite file for the gateway: WAL so the CLI can write while the server reads,
+ * a busy timeout so those writers wait rather than fail, and versioned migrations.
+ */
+export function openDatabase(file: string, migrations: readonly Migration[]): DB {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  migrate(db, migrations);
+  return db;
+}
+
+function migrate(db: DB, migrations: readonly Migration[]): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > migrations.length) {
+    throw new Error(`database schema version ${current} is newer than this Tollgate (${migrations.length}); upgrade Tollgate`);
+  }
+  for (let v = current; v < migrations.length; v++) {
+    db.transaction(() => {
+      migrations[v]!(db);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,156 @@
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import type { DB } from './db.js';
+import type { Clock } from '../clock.js';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const SECRET_CHARS = 40;
+const PREFIX_CHARS = 11; // "tg_" + 8: enough to tell keys apart in lists, useless to guess with
+
+export interface ApiKey {
+  readonly id: string;
+  readonly name: string;
+  readonly owner: string | null;
+  readonly prefix: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly expiresAt: number | null;
+  readonly revokedAt: number | null;
+  readonly lastUsedAt: number | null;
+  readonly rate: string | null;
+  readonly credits: string | null;
+  readonly endpoints: readonly string[] | null;
+  readonly strategies: readonly string[] | null;
+  readonly cacheIsolated: boolean;
+}
+
+export interface NewKey {
+  name: string;
+  owner?: string | null;
+  expiresAt?: number | null;
+  rate?: string | null;
+  credits?: string | null;
+  endpoints?: readonly string[] | null;
+  strategies?: readonly string[] | null;
+  cacheIsolated?: boolean;
+}
+
+interface Row {
+  id: string;
+  name: string;
+  owner: string | null;
+  prefix: string;
+  created_at: number;
+  updated_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+  last_used_at: number | null;
+  rate: string | null;
+  credits: string | null;
+  endpoints: string | null;
+  strategies: string | null;
+  cache_isolated: number;
+}
+
+/** Uniform base62 (rejection-free via randomInt) so every character carries log2(62) bits. */
+function base62(n: number): string {
+  let s = '';
+  for (let i = 0; i < n; i++) s += BASE62[randomInt(62)];
+  return s;
+}
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+export function newKeyId(): string {
+  return 'key_' + randomBytes(12).toString('hex');
+}
+
+/** Secrets are stored only as SHA-256; the plaintext exists once, in create's return value. */
+export class KeyStore {
+  private readonly insertStmt;
+  private readonly byHashStmt;
+  private readonly byIdStmt;
+  private readonly listStmt;
+  private readonly revokeStmt;
+  private readonly touchStmt;
+
+  constructor(
+    private readonly db: DB,
+    private readonly clock: Clock,
+  ) {
+    this.insertStmt = db.prepare(`INSERT INTO api_keys
+      (id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, rate, credits, endpoints, strategies, cache_isolated)
+      VALUES (@id, @name, @owner, @prefix, @hash, @now, @now, @expires, @rate, @credits, @endpoints, @strategies, @isolated)`);
+    this.byHashStmt = db.prepare<[string], Row>('SELECT * FROM api_keys WHERE secret_hash = ?');
+    this.byIdStmt = db.prepare<[string], Row>('SELECT * FROM api_keys WHERE id = ?');
+    this.listStmt = db.prepare<[], Row>('SELECT * FROM api_keys ORDER BY created_at, id');
+    this.revokeStmt = db.prepare('UPDATE api_keys SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL');
+    this.touchStmt = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+  }
+
+  create(input: NewKey): { key: ApiKey; secret: string } {
+    const secret = 'tg_' + base62(SECRET_CHARS);
+    const id = newKeyId();
+    const now = this.clock.now();
+    this.insertStmt.run({
+      id,
+      name: input.name,
+      owner: input.owner ?? null,
+      prefix: secret.slice(0, PREFIX_CHARS),
+      hash: hashSecret(secret),
+      now,
+      expires: input.expiresAt ?? null,
+      rate: input.rate ?? null,
+      credits: input.credits ?? null,
+      endpoints: input.endpoints ? JSON.stringify(input.endpoints) : null,
+      strategies: input.strategies ? JSON.stringify(input.strategies) : null,
+      isolated: input.cacheIsolated ? 1 : 0,
+    });
+    return { key: this.get(id)!, secret };
+  }
+
+  /** The key a presented secret belongs to, whatever its state; null if none. */
+  findBySecret(secret: string): ApiKey | null {
+    const row = this.byHashStmt.get(hashSecret(secret));
+    return row ? toKey(row) : null;
+  }
+
+  get(id: string): ApiKey | null {
+    const row = this.byIdStmt.get(id);
+    return row ? toKey(row) : null;
+  }
+
+  list(): ApiKey[] {
+    return this.listStmt.all().map(toKey);
+  }
+
+  /** Returns false when the key does not exist or was already revoked. */
+  revoke(id: string): boolean {
+    const now = this.clock.now();
+    return this.revokeStmt.run(now, now, id).changes > 0;
+  }
+
+  touch(id: string, at: number): void {
+    this.touchStmt.run(at, id);
+  }
+}
+
+function toKey(r: Row): ApiKey {
+  return {
+    id: r.id,
+    name: r.name,
+    owner: r.owner,
+    prefix: r.prefix,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    expiresAt: r.expires_at,
+    revokedAt: r.revoked_at,
+    lastUsedAt: r.last_used_at,
+    rate: r.rate,
+    credits: r.credits,
+    endpoints: r.endpoints ? (JSON.parse(r.endpoints) as string[]) : null,
+    strategies: r.strategies ? (JSON.parse(r.strategies) as string[]) : null,
+    cacheIsolated: r.cache_isolated === 1,
+  };
+}

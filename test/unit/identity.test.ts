@@ -1,0 +1,135 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalUrl } from '../../src/api/identity.js';
+
+const D = 'linkedin.com';
+const canon = (u: string, kind: 'profile' | 'company' = 'profile') => {
+  const r = canonicalUrl(u, kind, D);
+  return r.ok ? r.identity.path : `invalid:${r.reason}`;
+};
+
+describe('canonicalUrl: spellings of one entity share one identity', () => {
+  it.each([
+    ['https://www.linkedin.com/in/jane-doe', '/in/jane-doe'],
+    ['http://www.linkedin.com/in/jane-doe/', '/in/jane-doe'],
+    ['www.linkedin.com/in/jane-doe', '/in/jane-doe'],
+    ['linkedin.com/in/jane-doe', '/in/jane-doe'],
+    ['HTTPS://WWW.LINKEDIN.COM/IN/Jane-Doe', '/in/jane-doe'],
+    ['https://m.linkedin.com/in/jane-doe', '/in/jane-doe'],
+    ['https://de.linkedin.com/in/jane-doe', '/in/jane-doe'],
+    ['https://www.linkedin.com/in/jane-doe?trk=abc#top', '/in/jane-doe'],
+    ['https://www.linkedin.com//in//jane-doe//', '/in/jane-doe'],
+    ['https://www.linkedin.com/in/jane-doe/details/experience/', '/in/jane-doe'],
+    ['https://www.linkedin.com/in/j%C3%BCrgen', '/in/j%C3%BCrgen'],
+    ['https://www.linkedin.com/in/ju%CC%88rgen', '/in/j%C3%BCrgen'], // NFD → NFC
+    ['https://www.linkedin.com/in/JÜRGEN', '/in/j%C3%BCrgen'],
+    ['  https://www.linkedin.com/in/jane-doe  ', '/in/jane-doe'],
+    ['https://www.linkedin.com./in/jane-doe', '/in/jane-doe'],
+  ])('%s → %s', (input, expected) => {
+    expect(canon(input)).toBe(expected);
+  });
+
+  it.each([
+    ['https://www.linkedin.com/company/acme/about/', '/company/acme'],
+    ['linkedin.com/company/ACME', '/company/acme'],
+    ['https://www.linkedin.com/school/mit/', '/school/mit'],
+  ])('company %s → %s', (input, expected) => {
+    expect(canon(input, 'company')).toBe(expected);
+  });
+});
+
+describe('canonicalUrl: different entities never merge', () => {
+  it('keeps member-id slugs case-sensitive', () => {
+    expect(canon('https://www.linkedin.com/in/ACoAAB12xyZ')).toBe('/in/ACoAAB12xyZ');
+    expect(canon('https://www.linkedin.com/in/ACwAAB12xyZ')).toBe('/in/ACwAAB12xyZ');
+    expect(canon('https://www.linkedin.com/in/ACoAAB12xyz')).not.toBe(canon('https://www.linkedin.com/in/ACoAAB12xyZ'));
+  });
+  it('keeps the whole /pub/ id', () => {
+    expect(canon('https://www.linkedin.com/pub/jane-doe/1a/2b/3c')).toBe('/pub/jane-doe/1a/2b/3c');
+    expect(canon('https://www.linkedin.com/pub/jane-doe/1a/2b/3c')).not.toBe(canon('https://www.linkedin.com/pub/jane-doe/4d/5e/6f'));
+    expect(canon('https://www.linkedin.com/pub/jane-doe/1a/2b/3c')).not.toBe(canon('https://www.linkedin.com/in/jane-doe'));
+  });
+  it('keeps /company/ and /school/ apart', () => {
+    expect(canon('https://www.linkedin.com/company/mit', 'company')).not.toBe(canon('https://www.linkedin.com/school/mit', 'company'));
+  });
+});
+
+describe('canonicalUrl: invalid URLs', () => {
+  it.each([
+    '',
+    '   ',
+    'ftp://www.linkedin.com/in/jane',
+    'javascript:alert(1)',
+    'https://evil.com/in/jane',
+    'https://linkedin.com.evil.com/in/jane',
+    'https://evillinkedin.com/in/jane',
+    'https://a.b.linkedin.com/in/jane',
+    'https://user:pw@www.linkedin.com/in/jane',
+    'https://www.linkedin.com:8443/in/jane',
+    'https://www.linkedin.com/in/',
+    'https://www.linkedin.com/in',
+    'https://www.linkedin.com/feed/',
+    'https://www.linkedin.com/company/acme',
+    'https://www.linkedin.com/in/%ZZ',
+    'https://www.linkedin.com/in/a%2Fb',
+    'https://www.linkedin.com/in/a%20b',
+    'https://www.linkedin.com/in/%00',
+    'https://www.linkedin.com/in/' + 'a'.repeat(3000),
+  ])('%j is refused', (input) => {
+    expect(canonicalUrl(input, 'profile', D).ok).toBe(false);
+  });
+  it('refuses profile paths for companies', () => {
+    expect(canonicalUrl('https://www.linkedin.com/in/jane', 'company', D).ok).toBe(false);
+  });
+  it('uses the configured network domain', () => {
+    expect(canonicalUrl('https://www.example.org/in/jane', 'profile', 'example.org')).toEqual({
+      ok: true,
+      identity: { path: '/in/jane', url: 'https://www.example.org/in/jane' },
+    });
+  });
+});
+
+const slugChar = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.éüßİ中'.split(''));
+const slug = fc.string({ unit: slugChar, minLength: 1, maxLength: 30 }).filter((s) => s !== '.' && s !== '..');
+
+describe('canonicalUrl properties', () => {
+  it('never throws, whatever the input', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), fc.constantFrom('profile', 'company'), (s, kind) => {
+        const r = canonicalUrl(s, kind as 'profile', D);
+        expect(typeof r.ok).toBe('boolean');
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.webUrl(), (s) => {
+        expect(typeof canonicalUrl(s, 'profile', D).ok).toBe('boolean');
+      }),
+    );
+  });
+
+  it('is idempotent: the canonical URL canonicalizes to itself', () => {
+    fc.assert(
+      fc.property(slug, fc.constantFrom('in', 'pub'), fc.constantFrom('https://www.', 'http://m.', '', 'https://fr.'), (s, root, pre) => {
+        const first = canonicalUrl(`${pre}linkedin.com/${root}/${encodeURIComponent(s)}/`, 'profile', D);
+        if (!first.ok) return;
+        const second = canonicalUrl(first.identity.url, 'profile', D);
+        expect(second).toEqual(first);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('never maps two different slugs to one identity', () => {
+    const norm = (s: string) => (/^AC[ow]AA/.test(s) ? s.normalize('NFC') : s.normalize('NFC').toLowerCase().normalize('NFC'));
+    fc.assert(
+      fc.property(slug, slug, (a, b) => {
+        fc.pre(norm(a) !== norm(b));
+        const ra = canonicalUrl(`https://www.linkedin.com/in/${encodeURIComponent(a)}`, 'profile', D);
+        const rb = canonicalUrl(`https://www.linkedin.com/in/${encodeURIComponent(b)}`, 'profile', D);
+        if (ra.ok && rb.ok) expect(ra.identity.path).not.toBe(rb.identity.path);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
