@@ -1,0 +1,215 @@
+import { failure, type Failure } from '../api/errors.js';
+import { systemClock, type Clock } from '../clock.js';
+import type { Logger } from '../obs/logger.js';
+import { CircuitBreaker, type BreakerPermit, type BreakerVerdict } from './breaker.js';
+import { ProviderHttp, type AttemptResult } from './http.js';
+import { failOf, judgeAttempt, refusal, unavailable, type AttemptVerdict, type CallState } from './judge.js';
+import { backoffDelay, mayRetry, sleep, type RetriesUsed } from './retry.js';
+import { Shaper } from './shaper.js';
+import type {
+  BreakerState,
+  UpstreamCall,
+  UpstreamFailure,
+  UpstreamFailureKind,
+  UpstreamObserver,
+  UpstreamOutcome,
+  UpstreamSettings,
+} from './types.js';
+
+export interface UpstreamDeps {
+  clock?: Clock;
+  logger?: Logger;
+  observer?: UpstreamObserver;
+  /** Jitter source, injectable so backoff is deterministic in tests. */
+  random?: () => number;
+}
+
+/**
+ * The one way Tollgate talks to the provider. Every call resolves to a value: failures are
+ * classified (see map.ts) so the cache layer can decide on negative caching and stale
+ * fallback without ever seeing an exception.
+ */
+export class UpstreamClient {
+  private readonly clock: Clock;
+  private readonly log: Logger | undefined;
+  private readonly observer: UpstreamObserver | undefined;
+  private readonly random: () => number;
+  private readonly http: ProviderHttp;
+  private readonly breaker: CircuitBreaker;
+  private readonly shaper: Shaper;
+  private closed = false;
+
+  constructor(
+    private readonly settings: UpstreamSettings,
+    deps: UpstreamDeps = {},
+  ) {
+    this.clock = deps.clock ?? systemClock;
+    this.log = deps.logger;
+    this.observer = deps.observer;
+    this.random = deps.random ?? Math.random;
+    this.http = new ProviderHttp(settings);
+    this.breaker = new CircuitBreaker({
+      failureThreshold: settings.breaker.failureThreshold,
+      cooldownMs: settings.breaker.cooldownMs,
+      clock: this.clock,
+      onChange: (from, to) => {
+        if (to === 'open') this.log?.warn({ from, to }, 'upstream circuit breaker opened');
+        else this.log?.info({ from, to }, `upstream circuit breaker ${to}`);
+      },
+    });
+    this.shaper = new Shaper({
+      maxConcurrency: settings.maxConcurrency,
+      queueSize: settings.queueSize,
+      rateLimit: settings.rateLimit,
+      clock: this.clock,
+    });
+  }
+
+  breakerState(): BreakerState {
+    return this.breaker.state();
+  }
+
+  queueDepth(): number {
+    return this.shaper.queueDepth();
+  }
+
+  inFlight(): number {
+    return this.shaper.inFlight();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.shaper.close();
+    await this.http.close();
+  }
+
+  async call(call: UpstreamCall, signal?: AbortSignal): Promise<UpstreamOutcome> {
+    const started = this.clock.now();
+    const quick = (kind: UpstreamFailureKind, f: Failure): UpstreamFailure => ({
+      ok: false, kind, failure: f, upstreamStatus: undefined, upstreamRequestId: undefined, ms: 0, attempts: 0,
+    });
+    if (this.closed) return quick('unavailable', unavailable('the gateway is shutting down'));
+    // Waiting out a provider pause that outlasts our deadline is pointless: say so now, truthfully.
+    const pausedUntil = this.shaper.pausedUntilMs();
+    if (pausedUntil > started + this.settings.deadlineMs) {
+      const s = Math.max(1, Math.ceil((pausedUntil - started) / 1000));
+      return quick('rate_limited', failure('UPSTREAM_RATE_LIMITED', undefined, { 'Retry-After': String(s) }));
+    }
+    const permit = this.breaker.acquire();
+    if (!permit) return quick('unavailable', unavailable('circuit breaker open'));
+
+    // One signal for every wait and request of this call; the deadline one tells the causes apart.
+    const deadline = new AbortController();
+    const combined = new AbortController();
+    const timer = setTimeout(() => {
+      deadline.abort();
+      combined.abort();
+    }, Math.max(1, this.settings.deadlineMs));
+    timer.unref();
+    const onCallerAbort = (): void => combined.abort();
+    if (signal?.aborted) combined.abort();
+    else signal?.addEventListener('abort', onCallerAbort, { once: true });
+    const state: CallState = {
+      call,
+      started,
+      signal: combined.signal,
+      deadline: deadline.signal,
+      caller: signal,
+      attempts: 0,
+      upstreamStatus: undefined,
+      upstreamRequestId: undefined,
+    };
+    let verdict: BreakerVerdict = 'ignore';
+    try {
+      const result = await this.run(state, permit);
+      verdict = result.breaker;
+      this.logOutcome(state, result.outcome);
+      return result.outcome;
+    } catch (err) {
+      // Defensive: run() is written not to throw, but a thrown bug must still be a value.
+      this.log?.error({ err, requestId: call.requestId, path: call.path }, 'upstream call crashed');
+      return failOf(state, 'unavailable', unavailable('internal error'), this.clock.now());
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onCallerAbort);
+      permit.record(verdict);
+    }
+  }
+
+  private async run(state: CallState, permit: BreakerPermit): Promise<AttemptVerdict> {
+    const used: RetriesUsed = { temporary: 0, connection: 0 };
+    let last: AttemptVerdict | undefined;
+    for (;;) {
+      const slot = await this.shaper.acquire(state.signal, last !== undefined);
+      if (!slot.ok) {
+        if (last) return { ...last, outcome: this.refresh(state, last.outcome) };
+        return { outcome: refusal(state, slot.reason, this.clock.now()), retry: 'final', breaker: 'ignore' };
+      }
+      if (state.attempts === 0 && !permit.trial && this.breaker.isOpen()) {
+        slot.release(); // queued while closed, but the breaker opened meanwhile: keep failing fast
+        return { outcome: failOf(state, 'unavailable', unavailable('circuit breaker open'), this.clock.now()), retry: 'final', breaker: 'ignore' };
+      }
+      state.attempts++;
+      const t0 = this.clock.now();
+      let raw: AttemptResult;
+      try {
+        raw = await this.http.attempt(state.call, state.signal);
+      } finally {
+        slot.release();
+      }
+      this.observe(state, raw, this.clock.now() - t0);
+      const current = judgeAttempt(state, raw, this.settings.apiKey, this.clock.now());
+      if (current.pauseS) this.shaper.pauseUntil(this.clock.now() + current.pauseS * 1000);
+      const delay = this.retryDelay(state, current, used);
+      if (delay === null) return current;
+      last = current;
+      if (!(await sleep(delay, state.signal))) return { ...last, outcome: this.refresh(state, last.outcome) };
+    }
+  }
+
+  /** Retries only inside the deadline: a backoff that would outlive it returns the failure now. */
+  private retryDelay(state: CallState, v: AttemptVerdict, used: RetriesUsed): number | null {
+    if (v.outcome.ok || this.closed || !mayRetry(v.retry, used, this.settings.retries)) return null;
+    const index = used.temporary + used.connection;
+    const delay = backoffDelay(index, this.settings.retries.baseDelayMs, this.settings.retries.maxDelayMs, this.random);
+    const remaining = state.started + this.settings.deadlineMs - this.clock.now();
+    if (delay >= remaining) return null;
+    if (v.retry === 'temporary') used.temporary++;
+    else used.connection++;
+    this.log?.info(
+      { requestId: state.call.requestId, path: state.call.path, attempt: state.attempts, reason: v.retry, delayMs: delay },
+      'retrying provider call',
+    );
+    return delay;
+  }
+
+  private refresh(state: CallState, o: UpstreamOutcome): UpstreamOutcome {
+    return { ...o, ms: this.clock.now() - state.started, attempts: state.attempts };
+  }
+
+  private observe(state: CallState, raw: AttemptResult, ms: number): void {
+    const status = raw.type === 'response' ? raw.status : 'error';
+    this.log?.debug(
+      { requestId: state.call.requestId, path: state.call.path, attempt: state.attempts, status, ms, upstreamRequestId: raw.upstreamRequestId },
+      'provider attempt',
+    );
+    try {
+      this.observer?.onAttempt?.({ path: state.call.path, status, ms });
+    } catch (err) {
+      this.log?.warn({ err }, 'upstream observer threw');
+    }
+  }
+
+  private logOutcome(state: CallState, o: UpstreamOutcome): void {
+    if (o.ok || !this.log) return;
+    const fields = {
+      requestId: state.call.requestId, path: state.call.path, kind: o.kind, status: o.failure.status,
+      code: o.failure.code, upstreamStatus: o.upstreamStatus, upstreamRequestId: o.upstreamRequestId,
+      attempts: o.attempts, ms: o.ms,
+    };
+    if (o.kind === 'auth') this.log.error(fields, o.failure.message);
+    else if (o.kind === 'client' || o.kind === 'not_found' || o.kind === 'source_not_found') this.log.debug(fields, o.failure.message);
+    else this.log.warn(fields, o.failure.message);
+  }
+}

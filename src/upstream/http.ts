@@ -1,0 +1,147 @@
+import { Pool } from 'undici';
+import type { UpstreamCall, UpstreamSettings } from './types.js';
+
+/** One HTTP attempt's raw result, before classification. Never carries the key. */
+export type AttemptResult =
+  | {
+      readonly type: 'response';
+      readonly status: number;
+      readonly body: string | null;
+      readonly tooLarge: boolean;
+      readonly retryAfter: string | undefined;
+      readonly upstreamRequestId: string | undefined;
+    }
+  | {
+      readonly type: 'error';
+      /** 'connection' = nothing was received, so a retry cannot duplicate an answer we saw. */
+      readonly cause: 'connection' | 'timeout' | 'interrupted' | 'failed' | 'protocol' | 'aborted' | 'closed';
+      /** Known when the failure came after the headers (body cut off or too slow). */
+      readonly status: number | undefined;
+      readonly upstreamRequestId: string | undefined;
+      /** Short, fixed wording for messages and logs; never the raw error text. */
+      readonly detail: string;
+      /** The error's `code` (e.g. ECONNRESET), for logs. */
+      readonly errorCode: string;
+    };
+
+/** Node/undici codes meaning the request got no response at all. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+export class ProviderHttp {
+  private readonly pool: Pool;
+  private readonly basePath: string;
+
+  constructor(private readonly settings: UpstreamSettings) {
+    const base = new URL(settings.url);
+    // Pool takes an origin only; a base path (e.g. behind a proxy prefix) is prepended per request.
+    this.basePath = base.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(base.origin, {
+      connections: Math.max(1, settings.connections),
+      connectTimeout: settings.connectTimeoutMs,
+      headersTimeout: settings.headersTimeoutMs,
+      bodyTimeout: settings.bodyTimeoutMs,
+      keepAliveTimeout: settings.keepAliveTimeoutMs,
+      pipelining: 1,
+    });
+  }
+
+  /** The request target; safe to log (the key travels in a header only). */
+  target(call: UpstreamCall): string {
+    const qs = new URLSearchParams(call.query.map(([k, v]): [string, string] => [k, v])).toString();
+    return `${this.basePath}${call.path}${qs ? `?${qs}` : ''}`;
+  }
+
+  async attempt(call: UpstreamCall, signal: AbortSignal): Promise<AttemptResult> {
+    let status: number | undefined;
+    let upstreamRequestId: string | undefined;
+    try {
+      const res = await this.pool.request({
+        method: 'GET',
+        path: this.target(call),
+        headers: {
+          authorization: `Bearer ${this.settings.apiKey}`,
+          accept: 'application/json',
+          'x-request-id': call.requestId,
+          'user-agent': 'tollgate',
+        },
+        signal,
+      });
+      status = res.statusCode;
+      upstreamRequestId = headerValue(res.headers['x-request-id']);
+      const read = await readCapped(res.body, headerValue(res.headers['content-length']), this.settings.maxResponseBytes);
+      return {
+        type: 'response',
+        status,
+        body: read.text,
+        tooLarge: read.tooLarge,
+        retryAfter: headerValue(res.headers['retry-after']),
+        upstreamRequestId,
+      };
+    } catch (err) {
+      return { type: 'error', status, upstreamRequestId, ...describe(err, signal, status !== undefined) };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+type Body = AsyncIterable<Buffer | string> & { destroy(err?: Error): unknown; dump?(): Promise<void> };
+
+/** Reads at most `max` bytes; past that it stops and drops the connection's body. */
+async function readCapped(body: Body, contentLength: string | undefined, max: number): Promise<{ text: string | null; tooLarge: boolean }> {
+  if (contentLength !== undefined && /^\d+$/.test(contentLength) && Number(contentLength) > max) {
+    body.destroy();
+    return { text: null, tooLarge: true };
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += buf.length;
+    if (size > max) {
+      body.destroy();
+      return { text: null, tooLarge: true };
+    }
+    chunks.push(buf);
+  }
+  return { text: Buffer.concat(chunks, size).toString('utf8'), tooLarge: false };
+}
+
+type Described = Pick<Extract<AttemptResult, { type: 'error' }>, 'cause' | 'detail' | 'errorCode'>;
+
+function describe(err: unknown, signal: AbortSignal, afterHeaders: boolean): Described {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
+  return { ...describeCode(code, signal, afterHeaders), errorCode: code };
+}
+
+function describeCode(code: string, signal: AbortSignal, afterHeaders: boolean): Omit<Described, 'errorCode'> {
+  if (signal.aborted) return { cause: 'aborted', detail: 'aborted' };
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') return { cause: 'timeout', detail: 'no response headers in time' };
+  if (code === 'UND_ERR_BODY_TIMEOUT') return { cause: 'timeout', detail: 'response body stalled' };
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return { cause: 'connection', detail: 'connect timed out' };
+  if (code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED') return { cause: 'closed', detail: 'client closed' };
+  if (code.startsWith('HPE_') || code === 'UND_ERR_HEADERS_OVERFLOW' || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
+    return { cause: 'protocol', detail: 'malformed HTTP response' };
+  }
+  if (afterHeaders) return { cause: 'interrupted', detail: 'connection lost while reading the response' };
+  if (CONNECTION_CODES.has(code)) return { cause: 'connection', detail: 'connection failed' };
+  return { cause: 'failed', detail: 'request failed' };
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}

@@ -1,0 +1,13 @@
+export { UpstreamClient, type UpstreamDeps } from './client.js';
+export { classifyAnswer, parseRetryAfter } from './map.js';
+export type {
+  BreakerState,
+  ProviderMeta,
+  UpstreamCall,
+  UpstreamFailure,
+  UpstreamFailureKind,
+  UpstreamObserver,
+  UpstreamOutcome,
+  UpstreamSettings,
+  UpstreamSuccess,
+} from './types.js';
