@@ -1,0 +1,79 @@
+import type { EndpointName } from '../api/endpoints.js';
+import type { Clock } from '../clock.js';
+
+export interface SimulatorOptions {
+  /** Default 0 (ephemeral). */
+  port?: number;
+  /** Default '127.0.0.1'. */
+  host?: string;
+  /** The one accepted provider key; default 'sim_provider_key'. */
+  apiKey?: string;
+  /** For the simulator's own cache ages and rate-limit windows; default systemClock. */
+  clock?: Clock;
+  /** Added to every answer; default 0. */
+  latencyMs?: number;
+  /** Default cached 1; fresh profile 3, company 3, profile_posts 2, company_posts 2. */
+  credits?: { cached: number; fresh: Record<EndpointName, number> };
+  /** Provider-side rate limit per key; default none (headers still sent with a large limit). */
+  rateLimit?: { limit: number; windowMs: number };
+}
+
+export type Fault =
+  | { kind: 'status'; status: number; code?: string; message?: string; retryAfter?: number }
+  | { kind: 'latency'; ms: number }
+  | { kind: 'malformed' }
+  | { kind: 'bad-envelope' }
+  | { kind: 'reset' }
+  | { kind: 'hang' }
+  | { kind: 'slow-body'; ms: number }
+  | { kind: 'huge'; bytes: number };
+
+export interface FaultRule {
+  fault: Fault;
+  /** Default Infinity. */
+  times?: number;
+  /** Only this /v1 path. */
+  path?: string;
+  /** Only when the raw query string contains this substring. */
+  match?: string;
+}
+
+export interface SimCall {
+  method: string;
+  path: string;
+  /** Raw, without '?'. */
+  query: string;
+  authorization: string | undefined;
+  at: number;
+}
+
+export interface Simulator {
+  /** e.g. http://127.0.0.1:43123 (no trailing slash). */
+  readonly url: string;
+  readonly port: number;
+  /** Every request that reached the server, in order (including rejected ones). */
+  readonly calls: SimCall[];
+  callCount(path?: string): number;
+  /** Rules are checked in insertion order; the first matching rule with times left applies. */
+  inject(rule: FaultRule): void;
+  clearFaults(): void;
+  /** Clears calls, faults and the simulator's own cache. */
+  reset(): void;
+  /** Total credits reported in meta.credits_used of all 2xx answers. */
+  creditsCharged(): number;
+  /** Also ends hanging requests and keep-alive sockets promptly. */
+  close(): Promise<void>;
+}
+
+export interface SimStats {
+  calls: number;
+  credits_charged: number;
+  by_path: Record<string, number>;
+}
+
+export const DEFAULT_API_KEY = 'sim_provider_key';
+
+export const DEFAULT_CREDITS: { cached: number; fresh: Record<EndpointName, number> } = {
+  cached: 1,
+  fresh: { profile: 3, company: 3, profile_posts: 2, company_posts: 2 },
+};

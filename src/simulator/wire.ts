@@ -1,0 +1,89 @@
+/**
+ * Putting answers on the wire, including the faults that live at the HTTP level (delays,
+ * split bodies, oversized or broken bodies). Every timer is owned by `Timers` and tied to
+ * its response, so neither an aborted client nor close() can leave one behind.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Answer } from './handler.js';
+import type { Fault } from './types.js';
+
+export class Timers {
+  private readonly pending = new Set<NodeJS.Timeout>();
+
+  /** Run `fn` after `ms` unless `res` closes first (client gone, or close()). */
+  after(ms: number, res: ServerResponse, fn: () => void): void {
+    const t = setTimeout(() => {
+      this.pending.delete(t);
+      res.off('close', cancel);
+      fn();
+    }, ms);
+    const cancel = (): void => {
+      clearTimeout(t);
+      this.pending.delete(t);
+    };
+    this.pending.add(t);
+    res.once('close', cancel);
+  }
+
+  clearAll(): void {
+    for (const t of this.pending) clearTimeout(t);
+    this.pending.clear();
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+}
+
+/** Answers that replace normal processing; undefined for faults that wrap a normal answer. */
+export function replacementBody(fault: Fault, requestId: string): string | undefined {
+  if (fault.kind === 'malformed') {
+    // Truncated JSON: the most common real-world shape of a broken 200.
+    return `{"request_id":"${requestId}","data":{"first_name":"Ad`;
+  }
+  if (fault.kind === 'bad-envelope') {
+    return JSON.stringify({ request_id: requestId, result: { status: 'ok' }, credits: 1 });
+  }
+  return undefined;
+}
+
+/** Pads a valid 2xx envelope to about `bytes` with a field clients must ignore. */
+export function padded(answer: Answer, bytes: number): Answer {
+  if (typeof answer.body === 'string' || answer.status >= 300) return answer;
+  const data = answer.body.data as Record<string, unknown>;
+  const base = Buffer.byteLength(JSON.stringify(answer.body));
+  const fill = Math.max(0, bytes - base - '"_padding":"",'.length);
+  return { ...answer, body: { ...answer.body, data: { ...data, _padding: 'x'.repeat(fill) } } };
+}
+
+export interface WriteOptions {
+  delayMs: number;
+  /** Send headers and part of the body, finish after this many ms. */
+  slowBodyMs?: number;
+  timers: Timers;
+  /** Called once the answer starts going out (for credit accounting). */
+  onWrite(answer: Answer): void;
+}
+
+export function writeAnswer(res: ServerResponse, answer: Answer, baseHeaders: Record<string, string>, o: WriteOptions): void {
+  const go = (): void => {
+    if (res.destroyed) return;
+    const body = Buffer.from(typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body));
+    res.writeHead(answer.status, {
+      ...baseHeaders,
+      ...answer.headers,
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': String(body.length),
+    });
+    o.onWrite(answer);
+    if (o.slowBodyMs === undefined) {
+      res.end(body);
+      return;
+    }
+    const cut = Math.max(1, Math.floor(body.length / 2));
+    res.write(body.subarray(0, cut));
+    o.timers.after(o.slowBodyMs, res, () => res.end(body.subarray(cut)));
+  };
+  if (o.delayMs > 0) o.timers.after(o.delayMs, res, go);
+  else go();
+}
