@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { ENDPOINTS } from './api/endpoints.js';
 import { failure, type Failure } from './api/errors.js';
@@ -28,7 +28,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // One line per request is written in onResponse, with the gateway's fields.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => newRequestId(deps.clock.now()),
     requestIdHeader: false,
     trustProxy: config.server.trustProxy,
@@ -104,7 +105,6 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     const t = request.trace;
     request.log.info(
       {
-        reqId: request.id,
         method: request.method,
         path: pathOf(request),
         status: reply.statusCode,

@@ -1,0 +1,75 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, validateConfig } from '../../src/config.js';
+
+const EXAMPLE = join(import.meta.dirname, '../../config/tollgate.example.yaml');
+
+/** Every leaf path of a plain object, e.g. upstream.retries.temporary. */
+function leaves(o: unknown, prefix = ''): string[] {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return [prefix];
+  return Object.entries(o).flatMap(([k, v]) => leaves(v, prefix ? `${prefix}.${k}` : k));
+}
+
+describe('config', () => {
+  it('the example file documents every option with its default', () => {
+    const example = parse(readFileSync(EXAMPLE, 'utf8'));
+    const defaults = validateConfig({});
+    expect(leaves(example).sort()).toEqual(leaves(defaults).sort());
+    expect(validateConfig(example)).toEqual(defaults);
+  });
+
+  it('layers file < env < flags', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-cfg-'));
+    const file = join(dir, 'c.yaml');
+    writeFileSync(file, 'server:\n  port: 1111\n  host: 10.0.0.1\nlogLevel: warn\n');
+    const c = loadConfig({ file, env: { TOLLGATE_PORT: '2222', TOLLGATE_LOG_LEVEL: 'debug' }, overrides: { logLevel: 'error' } });
+    expect(c.server.port).toBe(2222);
+    expect(c.server.host).toBe('10.0.0.1');
+    expect(c.logLevel).toBe('error');
+    expect(loadConfig({ env: { TOLLGATE_CONFIG: file } }).server.port).toBe(1111);
+  });
+
+  it('reads every documented environment variable', () => {
+    const c = loadConfig({
+      env: {
+        TOLLGATE_HOST: '127.0.0.2',
+        TOLLGATE_PORT: '9',
+        TOLLGATE_DATA_DIR: '/tmp/x',
+        TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:1',
+        TOLLGATE_UPSTREAM_API_KEY: 'k',
+        TOLLGATE_ADMIN_TOKEN: 'a'.repeat(16),
+        TOLLGATE_LOG_LEVEL: 'silent',
+      },
+    });
+    expect([c.server.host, c.server.port, c.dataDir, c.upstream.url, c.upstream.apiKey, c.adminToken, c.logLevel]).toEqual([
+      '127.0.0.2', 9, '/tmp/x', 'http://127.0.0.1:1', 'k', 'a'.repeat(16), 'silent',
+    ]);
+  });
+
+  it('is frozen', () => {
+    const c = validateConfig({});
+    expect(Object.isFrozen(c.upstream.retries)).toBe(true);
+    expect(() => {
+      (c.server as { port: number }).port = 1;
+    }).toThrow();
+  });
+
+  it.each([
+    [{ server: { port: 70000 } }, 'server.port'],
+    [{ upstream: { url: 'ftp://x' } }, 'upstream.url'],
+    [{ upstream: { retries: { temporary: -1 } } }, 'upstream.retries.temporary'],
+    [{ adminToken: 'short' }, 'adminToken'],
+    [{ bogus: 1 }, 'bogus'],
+    [{ network: { domain: 'Not A Domain' } }, 'network.domain'],
+  ])('a bad value names its field: %j', (tree, field) => {
+    expect(() => validateConfig(tree)).toThrow(ConfigError);
+    expect(() => validateConfig(tree)).toThrow(field);
+  });
+
+  it('a bad env value names the variable', () => {
+    expect(() => loadConfig({ env: { TOLLGATE_PORT: 'eighty' } })).toThrow('TOLLGATE_PORT');
+  });
+});
