@@ -52,6 +52,32 @@ const ServerSchema = z.strictObject({
   shutdownGraceMs: ms.default(10_000),
 });
 
+const seconds = z.number().int().min(0);
+const perEndpoint = (d: { profile: number; company: number; posts: number }) =>
+  z
+    .strictObject({
+      profile: seconds.default(d.profile),
+      company: seconds.default(d.company),
+      profile_posts: seconds.default(d.posts),
+      company_posts: seconds.default(d.posts),
+    })
+    .prefault({});
+
+const CacheSchema = z.strictObject({
+  /** Upper bound of cache.db content; least-recently-used entries are evicted beyond it. */
+  maxBytes: z.number().int().min(1024 * 1024).default(1024 * 1024 * 1024),
+  /** Seconds a stored answer serves `strategy=cached`. */
+  ttl: perEndpoint({ profile: 7 * 86400, company: 7 * 86400, posts: 86400 }),
+  /** Seconds a stored answer is kept for the besteffort stale fallback (and for strict/besteffort hits). */
+  staleTtl: perEndpoint({ profile: 90 * 86400, company: 90 * 86400, posts: 30 * 86400 }),
+  /** Seconds provider 404 and 513 answers are replayed (for every strategy but fetch). */
+  negativeTtl: z
+    .strictObject({ notFound: seconds.default(3600), sourceNotFound: seconds.default(86400) })
+    .prefault({}),
+  /** How often hit counters are flushed and eviction runs, off the request path. */
+  maintenanceIntervalMs: ms.default(2_000),
+});
+
 export const ConfigSchema = z.strictObject({
   server: ServerSchema.prefault({}),
   dataDir: z.string().min(1).default('./data'),
@@ -68,6 +94,7 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
   upstream: UpstreamSchema.prefault({}),
+  cache: CacheSchema.prefault({}),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

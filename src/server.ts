@@ -111,6 +111,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         endpoint: request.endpointName ?? undefined,
         keyId: t?.keyId,
         identity: t?.identity,
+        cache: t?.cache,
+        collapsed: t?.collapsed || undefined,
         upstreamMs: t?.upstreamMs,
         upstreamRequestId: t?.upstreamRequestId,
         credits: t?.creditsUsed,

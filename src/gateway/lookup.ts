@@ -1,42 +1,40 @@
 import type { EndpointDef } from '../api/endpoints.js';
 import { isFailure } from '../api/errors.js';
-import { parseLookup, upstreamQuery } from '../api/params.js';
+import { cacheKey, parseLookup } from '../api/params.js';
 import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { CacheStore } from '../store/cache.js';
 import type { KeyStore } from '../store/keys.js';
-import type { UpstreamCall, UpstreamOutcome } from '../upstream/types.js';
 import { accessRefusal } from './access.js';
+import { forwardAnswer, forwardFailure, hitAnswer, staleAnswer, type SimpleCacheStatus } from './answers.js';
 import { authenticate } from './auth.js';
-import { errorAnswer, successBody, type Answer } from './render.js';
+import type { Fetcher } from './fetcher.js';
+import { decide, negativeTtlMs, staleEligible, ttlMs } from './policy.js';
+import { errorAnswer, type Answer } from './render.js';
 import type { UsageTracker } from './usage.js';
 
 /** What the request log line and metrics learn about one lookup as it passes the stages. */
 export interface LookupTrace {
   keyId?: string;
   identity?: string;
+  cache?: SimpleCacheStatus;
+  collapsed?: boolean;
   upstreamMs?: number;
   upstreamRequestId?: string;
   creditsUsed?: number;
 }
 
-export interface Provider {
-  call(call: UpstreamCall): Promise<UpstreamOutcome>;
-}
-
 export interface LookupDeps {
   readonly keys: KeyStore;
-  readonly provider: Provider;
+  readonly cache: CacheStore;
+  readonly fetcher: Fetcher;
   readonly clock: Clock;
   readonly domain: string;
+  readonly cacheConfig: Readonly<Config['cache']>;
   readonly usage: UsageTracker;
 }
 
-/** Integer credits from a provider meta; anything else counts as 0 rather than poisoning sums. */
-export function creditsOf(meta: Record<string, unknown>): number {
-  const c = meta.credits_used;
-  return typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 ? c : 0;
-}
-
-/** The /v1 lookup pipeline (DESIGN §2): authenticate, validate, call the provider, answer. */
+/** The /v1 lookup pipeline (DESIGN §2): authenticate, validate, scope, cache, provider, answer. */
 export async function handleLookup(
   deps: LookupDeps,
   def: EndpointDef,
@@ -57,24 +55,39 @@ export async function handleLookup(
   const denied = accessRefusal(key, def, req.strategy);
   if (denied) return errorAnswer(denied, requestId);
 
-  const outcome = await deps.provider.call({
-    path: def.path,
-    query: upstreamQuery(req, req.strategy, req.maxage),
-    requestId,
-  });
+  const ck = cacheKey(req);
+  const entry = deps.cache.get(ck);
+  const decision = decide({ endpoint: def.name, strategy: req.strategy, maxage: req.maxage }, entry, now, deps.cacheConfig);
+  const entryTtl = (status: number) => (status === 200 ? ttlMs(deps.cacheConfig, def.name) : negativeTtlMs(deps.cacheConfig, status));
+  if (decision.action === 'hit') {
+    deps.cache.recordHit(ck, now);
+    const { answer, simple } = hitAnswer(entry!, requestId, now, entryTtl(entry!.status));
+    trace.cache = simple;
+    trace.creditsUsed = 0;
+    return answer;
+  }
+
+  deps.cache.recordMiss();
+  const { result, leader } = await deps.fetcher.fetch(req, ck, { strategy: decision.strategy, maxage: decision.maxage }, requestId);
+  const { outcome } = result;
+  trace.collapsed = !leader;
   trace.upstreamMs = outcome.ms;
   trace.upstreamRequestId = outcome.upstreamRequestId;
-  const upstreamHeaders: Record<string, string> = outcome.upstreamRequestId
-    ? { 'x-upstream-request-id': outcome.upstreamRequestId }
-    : {};
-  if (!outcome.ok) return errorAnswer(outcome.failure, requestId, upstreamHeaders);
+  const extra: Record<string, string> = outcome.upstreamRequestId ? { 'x-upstream-request-id': outcome.upstreamRequestId } : {};
+  const fwd = { reason: decision.reason, stored: result.stored, collapsed: !leader };
+  trace.cache = decision.reason === 'uri-miss' ? 'MISS' : decision.reason === 'stale' ? 'REFRESH' : 'BYPASS';
 
-  const credits = creditsOf(outcome.meta);
-  trace.creditsUsed = credits;
-  const meta = { ...outcome.meta, credits_used: credits };
-  return {
-    status: 200,
-    headers: upstreamHeaders,
-    body: successBody(requestId, JSON.stringify(outcome.data), meta),
-  };
+  if (outcome.ok) {
+    const credits = leader ? result.credits : 0;
+    trace.creditsUsed = credits;
+    return forwardAnswer(fwd, requestId, result.dataText!, result.metaText!, result.providerCached, credits, extra);
+  }
+  const fwdStatus = outcome.upstreamStatus ?? outcome.failure.status;
+  if (decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind)) {
+    trace.cache = 'STALE';
+    trace.creditsUsed = 0;
+    return staleAnswer(entry, requestId, deps.clock.now(), entryTtl(200), fwdStatus);
+  }
+  trace.creditsUsed = 0;
+  return forwardFailure(fwd, outcome.failure, requestId, fwdStatus, extra);
 }

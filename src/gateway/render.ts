@@ -17,8 +17,10 @@ export function errorAnswer(f: Failure, requestId: string, extra?: Record<string
 
 /**
  * The success envelope, assembled around `dataText` (already-serialized JSON) so that a
- * cached body is never parsed and re-serialized.
+ * cached body is never parsed and re-serialized. With `meta` null, the envelope is left
+ * open after `"meta":` for the caller to finish with meta text and `}`.
  */
-export function successBody(requestId: string, dataText: string, meta: Record<string, unknown>): string {
-  return `{"request_id":${JSON.stringify(requestId)},"data":${dataText},"meta":${JSON.stringify(meta)}}`;
+export function successBody(requestId: string, dataText: string, meta: Record<string, unknown> | null): string {
+  const head = `{"request_id":${JSON.stringify(requestId)},"data":${dataText},"meta":`;
+  return meta === null ? head : head + JSON.stringify(meta) + '}';
 }

@@ -30,6 +30,8 @@ export interface Stack {
   logs: string[];
   get(pathAndQuery: string, opts?: { key?: string | null; headers?: Record<string, string>; method?: string; body?: string }): Promise<Reply>;
   newKey(input?: Partial<NewKey>): { id: string; secret: string };
+  /** Forget simulator calls, faults and cache, and empty the gateway cache. */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -88,6 +90,10 @@ export async function startStack(opts: { config?: Tree; clock?: Clock; sim?: Sim
     newKey(input = {}) {
       const { key, secret } = app.keys.create({ name: 'extra', ...input });
       return { id: key.id, secret };
+    },
+    reset() {
+      sim.reset();
+      app.cache.purge({ all: true });
     },
     async close() {
       await app.close();

@@ -7,7 +7,7 @@ beforeAll(async () => {
   s = await startStack();
 });
 afterAll(async () => s.close());
-beforeEach(() => s.sim.reset());
+beforeEach(() => s.reset());
 
 const PATH = '/v1/company?org_id=5';
 

@@ -6,7 +6,7 @@ beforeAll(async () => {
   s = await startStack();
 });
 afterAll(async () => s.close());
-beforeEach(() => s.sim.reset());
+beforeEach(() => s.reset());
 
 describe('the four lookups, end to end', () => {
   it.each([

@@ -7,7 +7,7 @@ beforeAll(async () => {
   s = await startStack({ config: { upstream: { deadlineMs: 800, breaker: { failureThreshold: 1000 } } } });
 });
 afterAll(async () => s.close());
-beforeEach(() => s.sim.reset());
+beforeEach(() => s.reset());
 
 const PATH = '/v1/profile?person.id=11';
 
@@ -58,7 +58,7 @@ describe('provider errors, as the client sees them', () => {
 
   it('does not retry 404, 513 or 5xx', async () => {
     for (const status of [404, 513, 500]) {
-      s.sim.reset();
+      s.reset();
       s.sim.inject({ fault: { kind: 'status', status } });
       await s.get(PATH);
       expect(s.sim.callCount()).toBe(1);

@@ -1,0 +1,84 @@
+import type { Failure } from '../api/errors.js';
+import type { CacheEntry } from '../store/cache.js';
+import { errorAnswer, successBody, type Answer } from './render.js';
+import type { ForwardReason } from './policy.js';
+
+/** X-Cache-Status values, for tools that expect the simple form. */
+export type SimpleCacheStatus = 'HIT' | 'MISS' | 'REFRESH' | 'STALE' | 'BYPASS';
+
+const SIMPLE: Record<ForwardReason, SimpleCacheStatus> = { 'uri-miss': 'MISS', stale: 'REFRESH', request: 'BYPASS' };
+
+/** Splice `cached` and `credits_used` into stored meta text without parsing it. */
+export function metaWith(metaText: string | null, cached: boolean, credits: number): string {
+  const tail = `"cached":${cached},"credits_used":${credits}}`;
+  if (!metaText || metaText === '{}') return '{' + tail;
+  return metaText.slice(0, -1) + ',' + tail;
+}
+
+function envelope(requestId: string, dataText: string, metaText: string): string {
+  return successBody(requestId, dataText, null) + metaText + '}';
+}
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** A local hit: stored data or a replayed not-found answer; costs nothing. */
+export function hitAnswer(e: CacheEntry, requestId: string, now: number, ttlMs: number): { answer: Answer; simple: SimpleCacheStatus } {
+  const headers = {
+    'cache-status': `tollgate; hit; ttl=${seconds(e.storedAt + ttlMs - now)}`,
+    age: String(Math.max(0, seconds(now - e.storedAt))),
+    'x-cache-status': 'HIT',
+  };
+  if (e.status !== 200) {
+    const f: Failure = { status: e.status, code: e.errorCode ?? 'NOT_FOUND', message: e.errorMessage ?? 'Not found.' };
+    return { answer: errorAnswer(f, requestId, headers), simple: 'HIT' };
+  }
+  return { answer: { status: 200, headers, body: envelope(requestId, e.data!, metaWith(e.meta, true, 0)) }, simple: 'HIT' };
+}
+
+/** besteffort's fallback: the provider failed, a stored entry answers (RFC 9211 stale-if-error). */
+export function staleAnswer(e: CacheEntry, requestId: string, now: number, ttlMs: number, fwdStatus: number): Answer {
+  return {
+    status: 200,
+    headers: {
+      'cache-status': `tollgate; hit; fwd=stale; fwd-status=${fwdStatus}; ttl=${seconds(e.storedAt + ttlMs - now)}; detail=stale-if-error`,
+      age: String(Math.max(0, seconds(now - e.storedAt))),
+      'x-cache-status': 'STALE',
+    },
+    body: envelope(requestId, e.data!, metaWith(e.meta, true, 0)),
+  };
+}
+
+export interface Forwarded {
+  readonly reason: ForwardReason;
+  readonly stored: boolean;
+  readonly collapsed: boolean;
+}
+
+function forwardStatus(f: Forwarded, fwdStatus: number | null): string {
+  let s = `tollgate; fwd=${f.reason}`;
+  if (fwdStatus !== null) s += `; fwd-status=${fwdStatus}`;
+  if (f.stored) s += '; stored';
+  if (f.collapsed) s += '; collapsed';
+  return s;
+}
+
+/** A provider success, for the request that made the call or one that joined it. */
+export function forwardAnswer(
+  f: Forwarded,
+  requestId: string,
+  dataText: string,
+  metaText: string,
+  providerCached: boolean,
+  credits: number,
+  extra: Record<string, string>,
+): Answer {
+  return {
+    status: 200,
+    headers: { ...extra, 'cache-status': forwardStatus(f, null), 'x-cache-status': SIMPLE[f.reason] },
+    body: envelope(requestId, dataText, metaWith(metaText, providerCached, credits)),
+  };
+}
+
+export function forwardFailure(f: Forwarded, failure: Failure, requestId: string, fwdStatus: number, extra: Record<string, string>): Answer {
+  return errorAnswer(failure, requestId, { ...extra, 'cache-status': forwardStatus(f, fwdStatus), 'x-cache-status': SIMPLE[f.reason] });
+}

@@ -1,0 +1,89 @@
+import type { LookupRequest } from '../api/params.js';
+import { upstreamQuery } from '../api/params.js';
+import type { Clock } from '../clock.js';
+import type { CacheStore } from '../store/cache.js';
+import type { UpstreamCall, UpstreamOutcome } from '../upstream/types.js';
+import { Coalescer, type Freshness } from './coalesce.js';
+import { freshAsOfAnswer } from './policy.js';
+
+export interface Provider {
+  call(call: UpstreamCall): Promise<UpstreamOutcome>;
+}
+
+/** One provider call's result, shared by the leader and every follower that joined it. */
+export interface FetchResult {
+  readonly outcome: UpstreamOutcome;
+  /** Serialized once, for the store and for every answer. */
+  readonly dataText: string | null;
+  /** Provider meta without `cached` and `credits_used`. */
+  readonly metaText: string | null;
+  readonly providerCached: boolean;
+  readonly credits: number;
+  readonly stored: boolean;
+}
+
+/** Integer credits from a provider meta; anything else counts as 0 rather than poisoning sums. */
+export function creditsOf(meta: Record<string, unknown>): number {
+  const c = meta.credits_used;
+  return typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 ? c : 0;
+}
+
+/**
+ * Calls the provider for cache misses, merging identical in-flight calls, and stores what
+ * is storable: data answers, and 404/513 for the negative cache. 512, 5xx and invalid
+ * answers are never stored.
+ */
+export class Fetcher {
+  private readonly flights = new Coalescer<FetchResult>();
+
+  constructor(
+    private readonly provider: Provider,
+    private readonly cache: CacheStore,
+    private readonly clock: Clock,
+  ) {}
+
+  fetch(req: LookupRequest, key: string, freshness: Freshness, requestId: string): Promise<{ result: FetchResult; leader: boolean }> {
+    return this.flights.run(key, freshness, () => this.callAndStore(req, key, freshness, requestId));
+  }
+
+  inFlight(): number {
+    return this.flights.inFlight();
+  }
+
+  private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, requestId: string): Promise<FetchResult> {
+    const outcome = await this.provider.call({ path: req.endpoint.path, query: upstreamQuery(req, fwd.strategy, fwd.maxage), requestId });
+    const now = this.clock.now();
+    const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now };
+    if (outcome.ok) {
+      const { cached, credits_used: _c, ...rest } = outcome.meta;
+      const dataText = JSON.stringify(outcome.data);
+      const metaText = JSON.stringify(rest);
+      const credits = creditsOf(outcome.meta);
+      this.cache.put({
+        ...base,
+        status: 200,
+        data: dataText,
+        meta: metaText,
+        errorCode: null,
+        errorMessage: null,
+        freshAsOf: freshAsOfAnswer(cached, fwd, now),
+        credits,
+      });
+      return { outcome, dataText, metaText, providerCached: cached === true, credits, stored: true };
+    }
+    const negative = outcome.kind === 'not_found' || outcome.kind === 'source_not_found';
+    if (negative) {
+      this.cache.put({
+        ...base,
+        status: outcome.failure.status,
+        data: null,
+        meta: null,
+        errorCode: outcome.failure.code,
+        errorMessage: outcome.failure.message,
+        freshAsOf: now,
+        credits: 0,
+      });
+    }
+    return { outcome, dataText: null, metaText: null, providerCached: false, credits: 0, stored: negative };
+  }
+}

@@ -1,0 +1,105 @@
+import type { EndpointName, Strategy } from '../api/endpoints.js';
+import type { Config } from '../config.js';
+
+/**
+ * The cache policy of DESIGN §4 as a pure function: given the request, the stored entry (or
+ * none) and `now`, decide whether to answer locally or which provider call to make.
+ */
+
+/** What the policy needs to know about a stored entry. */
+export interface EntryFacts {
+  /** 200 for data; 404 and 513 for replayed "not found" answers. */
+  readonly status: number;
+  readonly storedAt: number;
+  /** Latest instant the data is known to reflect; null when unknown. */
+  readonly freshAsOf: number | null;
+}
+
+export interface PolicyRequest {
+  readonly endpoint: EndpointName;
+  readonly strategy: Strategy;
+  /** Seconds; set only for strict/besteffort. */
+  readonly maxage: number | null;
+}
+
+export type ForwardReason = 'uri-miss' | 'request' | 'stale';
+
+export type Decision =
+  | { readonly action: 'hit' }
+  | {
+      readonly action: 'forward';
+      readonly strategy: Strategy;
+      readonly maxage: number | null;
+      /** RFC 9211 fwd= value: no entry, client asked to bypass, or entry too old. */
+      readonly reason: ForwardReason;
+      /** besteffort: a stored entry may answer if the provider call fails. */
+      readonly staleFallback: boolean;
+    };
+
+export type CachePolicyConfig = Readonly<Config['cache']>;
+
+const S = 1000;
+
+export function ttlMs(cfg: CachePolicyConfig, endpoint: EndpointName): number {
+  return cfg.ttl[endpoint] * S;
+}
+
+export function staleTtlMs(cfg: CachePolicyConfig, endpoint: EndpointName): number {
+  return Math.max(cfg.staleTtl[endpoint], cfg.ttl[endpoint]) * S;
+}
+
+export function negativeTtlMs(cfg: CachePolicyConfig, status: number): number {
+  return (status === 513 ? cfg.negativeTtl.sourceNotFound : cfg.negativeTtl.notFound) * S;
+}
+
+/** An entry's age limit for any use; past it the entry is dead and may be deleted. */
+export function retentionMs(cfg: CachePolicyConfig, endpoint: EndpointName, status: number): number {
+  return status === 200 ? staleTtlMs(cfg, endpoint) : negativeTtlMs(cfg, status);
+}
+
+/** Whether a provider-fresh instant satisfies `maxage` seconds at `now`. */
+function freshEnough(freshAsOf: number | null, maxage: number, now: number): boolean {
+  return freshAsOf !== null && now - freshAsOf <= maxage * S;
+}
+
+export function decide(req: PolicyRequest, entry: EntryFacts | null, now: number, cfg: CachePolicyConfig): Decision {
+  const age = entry ? now - entry.storedAt : Infinity;
+  const alive = entry !== null && age >= 0 && age <= retentionMs(cfg, req.endpoint, entry.status);
+  const forward = (reason: ForwardReason, staleFallback = false): Decision => ({
+    action: 'forward',
+    strategy: req.strategy,
+    maxage: req.strategy === 'strict' || req.strategy === 'besteffort' ? req.maxage : null,
+    reason,
+    staleFallback,
+  });
+
+  if (req.strategy === 'fetch') return forward('request');
+  if (!alive) return forward('uri-miss');
+  // Not-found answers are replayed for every strategy but fetch while their TTL lasts.
+  if (entry.status !== 200) return { action: 'hit' };
+
+  switch (req.strategy) {
+    case 'cached':
+      return age <= ttlMs(cfg, req.endpoint) ? { action: 'hit' } : forward('stale');
+    case 'strict':
+      return freshEnough(entry.freshAsOf, req.maxage ?? 0, now) ? { action: 'hit' } : forward('stale');
+    case 'besteffort':
+      return freshEnough(entry.freshAsOf, req.maxage ?? 0, now) ? { action: 'hit' } : forward('stale', true);
+  }
+}
+
+/**
+ * What a provider answer tells about freshness (DESIGN §4): a fresh fetch is fresh as of
+ * now; a provider cache answer to strict+maxage is at worst maxage old; anything else is
+ * unknown and never satisfies a maxage.
+ */
+export function freshAsOfAnswer(providerCached: unknown, forwarded: { strategy: Strategy; maxage: number | null }, now: number): number | null {
+  if (providerCached === false) return now;
+  if (providerCached === true && forwarded.strategy === 'strict' && forwarded.maxage !== null) return now - forwarded.maxage * S;
+  return null;
+}
+
+/** Provider failures after which besteffort may answer from a stale entry. */
+export function staleEligible(kind: string): boolean {
+  return kind === 'temporary' || kind === 'server' || kind === 'invalid' || kind === 'unavailable';
+}
