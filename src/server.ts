@@ -11,6 +11,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     trace: LookupTrace | null;
     endpointName: string | null;
+    /** The error code answered, if any (set by sendAnswer for every route). */
+    errorCode: string | null;
   }
 }
 
@@ -56,6 +58,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.server.headersTimeout = config.server.headersTimeoutMs;
   app.decorateRequest('trace', null);
   app.decorateRequest('endpointName', null);
+  app.decorateRequest('errorCode', null);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -108,6 +111,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         method: request.method,
         path: pathOf(request),
         status: reply.statusCode,
+        code: request.errorCode ?? undefined,
         endpoint: request.endpointName ?? undefined,
         keyId: t?.keyId,
         identity: t?.identity,
@@ -116,6 +120,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         upstreamMs: t?.upstreamMs,
         upstreamRequestId: t?.upstreamRequestId,
         credits: t?.creditsUsed,
+        creditsSaved: t?.creditsSaved || undefined,
         ms: Math.round(reply.elapsedTime * 100) / 100,
       },
       'request',
@@ -149,5 +154,6 @@ function pathOf(request: FastifyRequest): string {
 }
 
 function sendAnswer(reply: import('fastify').FastifyReply, a: Answer) {
+  if (a.errorCode) reply.request.errorCode = a.errorCode;
   return reply.code(a.status).headers(a.headers).type('application/json; charset=utf-8').send(a.body);
 }

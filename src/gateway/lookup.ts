@@ -16,12 +16,16 @@ import type { UsageTracker } from './usage.js';
 /** What the request log line and metrics learn about one lookup as it passes the stages. */
 export interface LookupTrace {
   keyId?: string;
+  keyName?: string;
   identity?: string;
   cache?: SimpleCacheStatus;
   collapsed?: boolean;
   upstreamMs?: number;
   upstreamRequestId?: string;
+  /** Credits the shared provider key paid for this request. */
   creditsUsed?: number;
+  /** Credits a local answer saved: what the fetch that stored the entry cost. */
+  creditsSaved?: number;
 }
 
 export interface LookupDeps {
@@ -47,6 +51,7 @@ export async function handleLookup(
   const key = authenticate(authorization, deps.keys, now);
   if (isFailure(key)) return errorAnswer(key, requestId);
   trace.keyId = key.id;
+  trace.keyName = key.name;
   deps.usage.touch(key.id, now);
 
   const req = parseLookup(def, rawQuery, deps.domain);
@@ -64,6 +69,7 @@ export async function handleLookup(
     const { answer, simple } = hitAnswer(entry!, requestId, now, entryTtl(entry!.status));
     trace.cache = simple;
     trace.creditsUsed = 0;
+    trace.creditsSaved = entry!.credits;
     return answer;
   }
 
@@ -80,12 +86,14 @@ export async function handleLookup(
   if (outcome.ok) {
     const credits = leader ? result.credits : 0;
     trace.creditsUsed = credits;
+    trace.creditsSaved = leader ? 0 : result.credits;
     return forwardAnswer(fwd, requestId, result.dataText!, result.metaText!, result.providerCached, credits, extra);
   }
   const fwdStatus = outcome.upstreamStatus ?? outcome.failure.status;
   if (decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind)) {
     trace.cache = 'STALE';
     trace.creditsUsed = 0;
+    trace.creditsSaved = entry.credits;
     return staleAnswer(entry, requestId, deps.clock.now(), entryTtl(200), fwdStatus);
   }
   trace.creditsUsed = 0;

@@ -5,6 +5,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** The error code of an error answer, for logs and metrics. */
+  errorCode?: string;
 }
 
 export function errorAnswer(f: Failure, requestId: string, extra?: Record<string, string>): Answer {
@@ -12,6 +14,7 @@ export function errorAnswer(f: Failure, requestId: string, extra?: Record<string
     status: f.status,
     headers: { ...extra, ...f.headers },
     body: JSON.stringify(errorEnvelope(f, requestId)),
+    errorCode: f.code,
   };
 }
 
