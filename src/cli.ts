@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from './config.js';
+import { registerCache } from './cli/cache.js';
 import { registerKeys } from './cli/keys.js';
 import { registerRun } from './cli/run.js';
 import { CliError } from './cli/common.js';
@@ -15,6 +16,7 @@ const program = new Command('tollgate')
 
 registerRun(program);
 registerKeys(program);
+registerCache(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -84,7 +84,10 @@ export class CacheStore {
   private readonly counterStmt;
   private readonly lruStmt;
   private readonly deleteStmt;
+  private readonly sumStmt;
+  private readonly dataVersionStmt;
   private bytes: number;
+  private dataVersion: number;
   /** Hits are counted in memory and written in batches: a write per hit would cost more than the hit. */
   private pendingHits = new Map<string, { n: number; at: number }>();
   private pendingMisses = 0;
@@ -101,7 +104,10 @@ export class CacheStore {
     this.counterStmt = db.prepare('UPDATE counters SET value = value + ? WHERE name = ?');
     this.lruStmt = db.prepare<[number], { key: string; size: number }>('SELECT key, size FROM entries ORDER BY last_access LIMIT ?');
     this.deleteStmt = db.prepare('DELETE FROM entries WHERE key = ?');
-    this.bytes = (db.prepare('SELECT COALESCE(SUM(size), 0) AS b FROM entries').get() as { b: number }).b;
+    this.sumStmt = db.prepare<[], number>('SELECT COALESCE(SUM(size), 0) FROM entries').pluck();
+    this.dataVersionStmt = db.prepare<[], number>('PRAGMA data_version').pluck();
+    this.bytes = this.sumStmt.get()!;
+    this.dataVersion = this.dataVersionStmt.get()!;
   }
 
   get(key: string): CacheEntry | null {
@@ -171,6 +177,12 @@ export class CacheStore {
    */
   maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
     this.flush();
+    // Another process (the CLI's purge) changed the file: the running byte count is stale.
+    const version = this.dataVersionStmt.get()!;
+    if (version !== this.dataVersion) {
+      this.dataVersion = version;
+      this.bytes = this.sumStmt.get()!;
+    }
     let removed = 0;
     const dead = this.db.prepare<[string, number, number], { key: string; size: number }>(
       'SELECT key, size FROM entries WHERE endpoint = ? AND status = ? AND stored_at < ? LIMIT ' + EVICT_BATCH,
@@ -211,7 +223,7 @@ export class CacheStore {
     else if (filter.identity) res = this.db.prepare('DELETE FROM entries WHERE identity = ?').run(filter.identity);
     else if (filter.endpoint) res = this.db.prepare('DELETE FROM entries WHERE endpoint = ?').run(filter.endpoint);
     else return 0;
-    this.bytes = (this.db.prepare('SELECT COALESCE(SUM(size), 0) AS b FROM entries').get() as { b: number }).b;
+    this.bytes = this.sumStmt.get()!;
     return res.changes;
   }
 

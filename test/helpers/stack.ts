@@ -32,6 +32,8 @@ export interface Stack {
   newKey(input?: Partial<NewKey>): { id: string; secret: string };
   /** Forget simulator calls, faults and cache, and empty the gateway cache. */
   reset(): void;
+  /** Stop the gateway and start a new one on the same data dir (a process restart). */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -62,14 +64,19 @@ export async function startStack(opts: { config?: Tree; clock?: Clock; sim?: Sim
   };
   const config = validateConfig(merge(base, opts.config ?? {}));
   const logs: string[] = [];
-  const app = createApp(config, { clock: opts.clock, logDestination: { write: (line: string) => void logs.push(line) } });
-  const url = await app.listen();
+  const boot = () => createApp(config, { clock: opts.clock, logDestination: { write: (line: string) => void logs.push(line) } });
+  let app = boot();
+  let url = await app.listen();
   const first = app.keys.create({ name: 'test' });
 
   return {
     sim,
-    app,
-    url,
+    get app() {
+      return app;
+    },
+    get url() {
+      return url;
+    },
     dataDir,
     key: first.secret,
     keyId: first.key.id,
@@ -94,6 +101,11 @@ export async function startStack(opts: { config?: Tree; clock?: Clock; sim?: Sim
     reset() {
       sim.reset();
       app.cache.purge({ all: true });
+    },
+    async restart() {
+      await app.close();
+      app = boot();
+      url = await app.listen();
     },
     async close() {
       await app.close();

@@ -1,0 +1,47 @@
+import type { Command } from 'commander';
+import { openCacheDb } from '../app.js';
+import { purgeFilter } from '../gateway/purge.js';
+import { CacheStore } from '../store/cache.js';
+import { CliError, configFrom, type GlobalOpts } from './common.js';
+
+function withCache<T>(cmd: Command, fn: (cache: CacheStore, domain: string) => T): T {
+  const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
+  const db = openCacheDb(config);
+  try {
+    return fn(new CacheStore(db), config.network.domain);
+  } finally {
+    db.close();
+  }
+}
+
+export function registerCache(program: Command): void {
+  const cache = program.command('cache').description('inspect and purge the response cache (<data-dir>/cache.db)');
+
+  cache
+    .command('stats')
+    .description('entries, bytes and hit ratio')
+    .option('--json', 'print JSON')
+    .action(function (this: Command, o: { json?: boolean }) {
+      const s = withCache(this, (c) => c.stats());
+      if (o.json) return console.log(JSON.stringify(s, null, 2));
+      const ratio = s.hitRatio === null ? '-' : `${(s.hitRatio * 100).toFixed(1)}%`;
+      console.log(`entries: ${s.entries}\nbytes:   ${s.bytes}\nhits:    ${s.hits}\nmisses:  ${s.misses}\nhit ratio: ${ratio}`);
+      for (const [ep, v] of Object.entries(s.byEndpoint)) console.log(`  ${ep.padEnd(14)} ${v.entries} entries, ${v.bytes} bytes`);
+    });
+
+  cache
+    .command('purge')
+    .description('delete cached answers (a running server stops serving them at once)')
+    .option('--url <url>', 'a profile or company URL: every endpoint of that entity')
+    .option('--id <param=value>', 'an id identifier, e.g. org_id=42 or person.id=7')
+    .option('--endpoint <name>', 'only this endpoint (profile, profile_posts, company, company_posts)')
+    .option('--all', 'everything')
+    .action(function (this: Command, o: { url?: string; id?: string; endpoint?: string; all?: boolean }) {
+      const n = withCache(this, (c, domain) => {
+        const filter = purgeFilter(o, domain);
+        if (typeof filter === 'string') throw new CliError(`cache purge: ${filter}`);
+        return c.purge(filter);
+      });
+      console.log(`Purged ${n} entr${n === 1 ? 'y' : 'ies'}.`);
+    });
+}
