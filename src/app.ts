@@ -4,9 +4,14 @@ import type { DestinationStream } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, type Config } from './config.js';
 import { UsageTracker } from './gateway/usage.js';
+import { createCostControl, type CostControl } from './gateway/costcontrol.js';
 import { createLogger, type Logger } from './obs/logger.js';
+import { readiness } from './obs/health.js';
+import { drainHttp } from './obs/lifecycle.js';
+import { Metrics } from './obs/metrics.js';
 import { buildServer } from './server.js';
 import { openDatabase, type DB } from './store/db.js';
+import { PROVIDER_SCOPE } from './store/budgets.js';
 import { KeyStore } from './store/keys.js';
 import { MAIN_MIGRATIONS } from './store/schema.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -30,8 +35,15 @@ export interface App {
   readonly cache: CacheStore;
   readonly upstream: UpstreamClient;
   readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Rate limits, credit budgets and the usage ledger. */
+  readonly costs: CostControl;
   /** Listen on the configured host and port; resolves to the base URL. */
   listen(): Promise<string>;
+  /**
+   * The one shutdown path: refuse new requests, let in-flight ones finish within
+   * server.shutdownGraceMs, flush every batched write, close the databases. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -76,10 +88,21 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const db = openMainDb(config);
   const keys = new KeyStore(db, clock);
   const usage = new UsageTracker(keys);
-  const upstream = new UpstreamClient(settings, { clock, logger });
+  const costs = createCostControl(db, config, { clock, keys, usage, logger });
+  const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
+  const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
   const cacheDb = openCacheDb(config, logger);
   const cache = new CacheStore(cacheDb);
   const fetcher = new Fetcher(upstream, cache, clock);
+  metrics.watch({
+    cache,
+    upstream,
+    budget: () =>
+      (['day', 'month'] as const).flatMap((period) => {
+        const limit = config.upstream.budget[period];
+        return limit === null ? [] : [{ period, limit, spent: costs.budgets.used(PROVIDER_SCOPE, period, clock.now()) }];
+      }),
+  });
   const maintain = () => {
     try {
       const now = clock.now();
@@ -100,14 +123,21 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     fetcher,
     cacheConfig: config.cache,
     domain: config.network.domain,
-    ready: () => {
-      const breaker = upstream.breakerState();
-      const dbOk = db.open && cacheDb.open;
-      return { ok: dbOk && breaker !== 'open', checks: { database: dbOk ? 'ok' : 'closed', upstream_breaker: breaker } };
+    admission: costs.admission,
+    accounting: costs.accounting,
+    ledger: costs.ledger,
+    ops: {
+      metrics,
+      metricsToken: config.metrics.token,
+      draining: () => draining,
+      readiness: () => readiness({ databases: { database: db, cache_database: cacheDb }, breaker: upstream.breakerState(), draining }),
     },
   });
 
-  let closed = false;
+  let draining = false;
+  let closing: Promise<void> | null = null;
+  /** Batched writes, flushed in order after the last request and before the databases close. */
+  const flushes: Array<() => void> = [() => usage.flush(), () => cache.flush(), () => costs.flush()];
   return {
     config,
     server,
@@ -115,19 +145,30 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     cache,
     upstream,
     logger,
+    metrics,
+    costs,
     async listen() {
       return server.listen({ host: config.server.host, port: config.server.port });
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      clearInterval(maintenance);
-      await server.close();
-      await upstream.close();
-      usage.flush();
-      cache.flush();
-      db.close();
-      cacheDb.close();
+    close() {
+      closing ??= (async () => {
+        draining = true;
+        clearInterval(maintenance);
+        await drainHttp(server, config.server.shutdownGraceMs, logger);
+        await upstream.close({ abortInFlight: true });
+        // Handlers of calls cut just now settle (and record) before the final flush.
+        await new Promise((r) => setImmediate(r));
+        for (const flush of flushes) {
+          try {
+            flush();
+          } catch (err) {
+            logger.error({ err }, 'flush at shutdown failed');
+          }
+        }
+        db.close();
+        cacheDb.close();
+      })();
+      return closing;
     },
   };
 }

@@ -4,6 +4,7 @@ import { ConfigError } from './config.js';
 import { registerCache } from './cli/cache.js';
 import { registerKeys } from './cli/keys.js';
 import { registerRun } from './cli/run.js';
+import { registerUsage } from './cli/usage.js';
 import { CliError } from './cli/common.js';
 
 const program = new Command('tollgate')
@@ -17,6 +18,7 @@ const program = new Command('tollgate')
 registerRun(program);
 registerKeys(program);
 registerCache(program);
+registerUsage(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { parseBudgets } from './gateway/credits.js';
+import { parseRatePolicies } from './gateway/ratelimit.js';
 
 /**
  * Configuration: built-in defaults ← YAML file ← environment ← flags, validated once and
@@ -37,6 +39,10 @@ const UpstreamSchema = z.strictObject({
   maxConcurrency: z.number().int().min(1).max(1024).default(32),
   queueSize: nonNeg.default(1_000),
   rateLimit: z.strictObject({ count: z.number().int().min(1), perMs: ms }).nullable().default(null),
+  /** Provider-wide credit budget per UTC day and month; null = unlimited. */
+  budget: z
+    .strictObject({ day: nonNeg.nullable().default(null), month: nonNeg.nullable().default(null) })
+    .prefault({}),
 });
 
 const ServerSchema = z.strictObject({
@@ -78,6 +84,56 @@ const CacheSchema = z.strictObject({
   maintenanceIntervalMs: ms.default(2_000),
 });
 
+/** A policy string checked with the same parser the keys use, so a typo stops startup. */
+const policyText = (parse: (s: string) => unknown) =>
+  z.string().superRefine((v, ctx) => {
+    try {
+      parse(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  });
+
+const LimitsSchemas = {
+  keys: z
+    .strictObject({
+      /** Copied into keys created without --rate / --credits. */
+      defaults: z
+        .strictObject({
+          rate: policyText(parseRatePolicies).nullable().default(null),
+          credits: policyText(parseBudgets).nullable().default(null),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  limits: z
+    .strictObject({
+      /** Failed authentications allowed per client IP; null disables the limit. */
+      failedAuth: policyText(parseRatePolicies).nullable().default('30/minute'),
+    })
+    .prefault({}),
+  credits: z
+    .strictObject({
+      /** Credits reserved before a provider call, per endpoint; settled to the provider's figure after. */
+      estimates: z
+        .strictObject({
+          profile: nonNeg.default(3),
+          company: nonNeg.default(3),
+          profile_posts: nonNeg.default(2),
+          company_posts: nonNeg.default(2),
+          passthrough: nonNeg.default(0),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  passthrough: z
+    .strictObject({
+      /** /v1 paths proxied to the provider; a trailing * matches a prefix. Empty = none. */
+      paths: z.array(z.string().regex(/^\/v1\/[A-Za-z0-9._~\/-]*\*?$/, 'must be a /v1/ path, optionally ending in *')).default([]),
+    })
+    .prefault({}),
+};
+
 export const ConfigSchema = z.strictObject({
   server: ServerSchema.prefault({}),
   dataDir: z.string().min(1).default('./data'),
@@ -94,7 +150,16 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
   upstream: UpstreamSchema.prefault({}),
+  ...LimitsSchemas,
   cache: CacheSchema.prefault({}),
+  metrics: z
+    .strictObject({
+      /** Label credit and refusal series with key names; off for many keys or names that must not leave the host. */
+      perKeyLabels: z.boolean().default(true),
+      /** Bearer token GET /metrics requires; null leaves /metrics open (protect it at the network instead). */
+      token: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
+    })
+    .prefault({}),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -115,6 +180,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string, 'string' | 'int']> = [
   ['TOLLGATE_UPSTREAM_API_KEY', 'upstream.apiKey', 'string'],
   ['TOLLGATE_ADMIN_TOKEN', 'adminToken', 'string'],
   ['TOLLGATE_LOG_LEVEL', 'logLevel', 'string'],
+  ['TOLLGATE_METRICS_TOKEN', 'metrics.token', 'string'],
 ];
 
 export interface LoadOptions {

@@ -6,6 +6,10 @@ import { newRequestId } from './api/request-id.js';
 import type { Config } from './config.js';
 import { handleLookup, type LookupDeps, type LookupTrace } from './gateway/lookup.js';
 import { errorAnswer, type Answer } from './gateway/render.js';
+import { registerAdmin } from './admin/routes.js';
+import { registerPassthrough } from './gateway/passthrough.js';
+import type { LedgerStore } from './store/ledger.js';
+import { installOps, type OpsDeps } from './obs/ops.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,9 +22,11 @@ declare module 'fastify' {
 
 export interface ServerDeps extends LookupDeps {
   readonly config: Readonly<Config>;
+  /** Usage queries for the admin API. */
+  readonly ledger: LedgerStore;
   readonly logger: Logger;
-  /** Readiness: databases open and the provider breaker's state. */
-  readonly ready: () => { ok: boolean; checks: Record<string, string> };
+  /** Health, readiness, metrics and the shutdown drain (src/obs/ops.ts). */
+  readonly ops: OpsDeps;
 }
 
 const LOOKUP_METHODS_DENIED = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -35,7 +41,14 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     genReqId: () => newRequestId(deps.clock.now()),
     requestIdHeader: false,
     trustProxy: config.server.trustProxy,
-    http: { maxHeaderSize: config.server.maxHeaderBytes },
+    http: {
+      maxHeaderSize: config.server.maxHeaderBytes,
+      // Node enforces headersTimeout/requestTimeout only when it sweeps connections (30 s by
+      // default); sweep often enough that the configured slowloris limits actually hold.
+      connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(Math.min(config.server.headersTimeoutMs, config.server.requestTimeoutMs) / 4))),
+    },
+    // Requests arriving while draining get our 503 envelope (src/obs/ops.ts), not Fastify's.
+    return503OnClosing: false,
     requestTimeout: config.server.requestTimeoutMs,
     keepAliveTimeout: config.server.keepAliveTimeoutMs,
     bodyLimit: 64 * 1024,
@@ -48,6 +61,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
             ? failure('REQUEST_TIMEOUT')
             : failure('INVALID_PARAMETER', 'Malformed HTTP request.');
       if (socket.writable) {
+        deps.ops.metrics.observeClientError(f.code);
         const body = JSON.stringify({ error: { code: f.code, message: f.message, request_id: newRequestId() } });
         socket.end(
           `HTTP/1.1 ${f.status} ${f.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -59,9 +73,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.decorateRequest('trace', null);
   app.decorateRequest('endpointName', null);
   app.decorateRequest('errorCode', null);
+  installOps(app, deps.ops);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Every /v1 answer carries rate-limit fields; until a key is known, the per-IP limiter's.
+    if (request.url.startsWith('/v1/')) reply.headers(deps.admission.ipState(request.ip, deps.clock.now()).headers);
     const early = earlyRefusal(request, config);
     if (early) return sendAnswer(reply, errorAnswer(early, request.id));
   });
@@ -71,7 +88,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       const trace: LookupTrace = {};
       request.trace = trace;
       request.endpointName = def.name;
-      const answer = await handleLookup(deps, def, rawQueryOf(request), request.headers.authorization, request.id, trace);
+      const inc = { rawQuery: rawQueryOf(request), authorization: request.headers.authorization, ip: request.ip, requestId: request.id };
+      const answer = await handleLookup(deps, def, inc, trace);
       return sendAnswer(reply, answer);
     });
     app.route({
@@ -82,11 +100,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     });
   }
 
-  app.get('/healthz', async (_request, reply) => reply.send({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    const r = deps.ready();
-    return reply.code(r.ok ? 200 : 503).send({ status: r.ok ? 'ready' : 'not_ready', checks: r.checks });
-  });
+  registerPassthrough(app, deps, sendAnswer);
+  registerAdmin(app, deps);
 
   app.setNotFoundHandler(async (request, reply) =>
     sendAnswer(reply, errorAnswer(failure('ROUTE_NOT_FOUND', `No route for ${request.method} ${pathOf(request)}.`), request.id)),

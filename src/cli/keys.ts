@@ -1,95 +1,104 @@
 import type { Command } from 'commander';
-import { ENDPOINT_NAMES, STRATEGIES } from '../api/endpoints.js';
-import { systemClock } from '../clock.js';
-import { KeyStore, type ApiKey } from '../store/keys.js';
+import { STRATEGIES } from '../api/endpoints.js';
+import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
 import { openMainDb } from '../app.js';
+import { systemClock } from '../clock.js';
+import type { Config } from '../config.js';
+import { KeyStore } from '../store/keys.js';
 import { CliError, configFrom, type GlobalOpts } from './common.js';
 
-/** Parse a comma list against allowed names; a typo must fail loudly, not silently deny. */
-export function listOption(value: string, allowed: readonly string[], flag: string): string[] {
-  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
-  if (items.length === 0) throw new CliError(`${flag}: give at least one of ${allowed.join(', ')}`);
-  for (const it of items) if (!allowed.includes(it)) throw new CliError(`${flag}: unknown value '${it}'; allowed: ${allowed.join(', ')}`);
-  return [...new Set(items)];
-}
+const FLAG: Record<string, string> = {
+  name: '--name',
+  owner: '--owner',
+  rate: '--rate',
+  credits: '--credits',
+  endpoints: '--endpoints',
+  strategies: '--strategies',
+  expires_at: '--expires',
+  cache_isolated: '--isolated',
+  overlap: '--overlap',
+};
 
-export function isoTime(value: string, flag: string): number {
-  const t = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(t)) throw new CliError(`${flag}: expected an ISO 8601 time such as 2027-01-31T00:00:00Z`);
-  return t;
-}
-
-/** The public view of a key: everything but the secret, which is never stored. */
-export function keyView(k: ApiKey) {
-  const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
-  return {
-    id: k.id,
-    name: k.name,
-    owner: k.owner,
-    prefix: k.prefix,
-    created_at: iso(k.createdAt),
-    expires_at: iso(k.expiresAt),
-    revoked_at: iso(k.revokedAt),
-    last_used_at: iso(k.lastUsedAt),
-    endpoints: k.endpoints,
-    strategies: k.strategies,
-  };
-}
-
-function withStore<T>(cmd: Command, fn: (store: KeyStore) => T): T {
-  const db = openMainDb(configFrom(cmd.optsWithGlobals<GlobalOpts>()));
+/** Run with the key store of the configured data dir; input mistakes become CLI errors naming the flag. */
+function withStore<T>(cmd: Command, fn: (store: KeyStore, config: Readonly<Config>) => T): T {
+  const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
+  const db = openMainDb(config);
   try {
-    return fn(new KeyStore(db, systemClock));
+    return fn(new KeyStore(db, systemClock), config);
+  } catch (err) {
+    if (err instanceof KeyInputError) throw new CliError(`${FLAG[err.field] ?? err.field}: ${err.message}`);
+    throw err;
   } finally {
     db.close();
   }
 }
 
-interface CreateOpts {
-  name: string;
+interface KeyOpts {
+  name?: string;
   owner?: string;
+  rate?: string;
+  credits?: string;
   endpoints?: string;
   strategies?: string;
   expires?: string;
+  isolated?: boolean;
   json?: boolean;
+}
+
+function inputOf(o: KeyOpts): KeyInput {
+  return {
+    name: o.name,
+    owner: o.owner,
+    rate: o.rate,
+    credits: o.credits,
+    endpoints: o.endpoints,
+    strategies: o.strategies,
+    expires_at: o.expires,
+    cache_isolated: o.isolated,
+  };
+}
+
+function print(v: ReturnType<typeof keyView>, json: boolean | undefined): void {
+  console.log(json ? JSON.stringify(v, null, 2) : Object.entries(v).map(([f, x]) => `${f}: ${x ?? '-'}`).join('\n'));
+}
+
+/** The options create and update share; update's values may also say none/all/never. */
+function limitOptions(cmd: Command, update: boolean): Command {
+  const clear = (word: string) => (update ? `; '${word}' clears` : '');
+  return cmd
+    .option('--owner <owner>', 'owning team or person')
+    .option('--rate <policies>', `request-rate policies, e.g. 600/minute,20000/day${update ? "; 'none' removes the limit" : ' (default: keys.defaults.rate)'}`)
+    .option('--credits <budgets>', `credit budgets over UTC periods, e.g. 1000/month${update ? "; 'none' removes the budget" : ' (default: keys.defaults.credits)'}`)
+    .option('--endpoints <list>', `allowed endpoints (${SCOPE_ENDPOINTS.join(',')})${clear('all')}`)
+    .option('--strategies <list>', `allowed strategies (${STRATEGIES.join(',')})${clear('all')}`)
+    .option('--expires <iso>', `expiry time, ISO 8601${clear('never')}`)
+    .option('--isolated', 'own cache entries: the key neither reads nor feeds the shared cache')
+    .option('--json', 'print JSON');
 }
 
 export function registerKeys(program: Command): void {
   const keys = program.command('keys').description('manage client API keys (stored hashed in <data-dir>/tollgate.db)');
 
-  keys
-    .command('create')
-    .description('create a key; its secret is printed once and never again')
-    .requiredOption('--name <name>', 'a human name, e.g. the team')
-    .option('--owner <owner>', 'owning team or person')
-    .option('--endpoints <list>', `allowed endpoints (${ENDPOINT_NAMES.join(',')}); default all`)
-    .option('--strategies <list>', `allowed strategies (${STRATEGIES.join(',')}); default all`)
-    .option('--expires <iso>', 'expiry time, ISO 8601')
-    .option('--json', 'print {"id","key"} as JSON')
-    .action(function (this: Command, o: CreateOpts) {
-      const input = {
-        name: o.name,
-        owner: o.owner ?? null,
-        endpoints: o.endpoints ? listOption(o.endpoints, ENDPOINT_NAMES, '--endpoints') : null,
-        strategies: o.strategies ? listOption(o.strategies, STRATEGIES, '--strategies') : null,
-        expiresAt: o.expires ? isoTime(o.expires, '--expires') : null,
-      };
-      const { key, secret } = withStore(this, (s) => s.create(input));
+  limitOptions(keys.command('create').description('create a key; its secret is printed once and never again').requiredOption('--name <name>', 'a human name, e.g. the team'), false).action(
+    function (this: Command, o: KeyOpts) {
+      const { key, secret } = withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o)));
       if (o.json) console.log(JSON.stringify({ id: key.id, key: secret }));
       else console.log(`Created ${key.id} (${key.name}).\nSecret (shown once, store it now):\n  ${secret}`);
-    });
+    },
+  );
 
   keys
     .command('list')
     .description('list keys (never their secrets)')
     .option('--json', 'print JSON')
     .action(function (this: Command, o: { json?: boolean }) {
-      const all = withStore(this, (s) => s.list()).map(keyView);
+      const now = Date.now();
+      const all = withStore(this, (s) => s.list()).map((k) => keyView(k, now));
       if (o.json) return console.log(JSON.stringify(all, null, 2));
       if (all.length === 0) return console.log('No keys yet: create one with `tollgate keys create --name <team>`.');
       for (const k of all) {
-        const state = k.revoked_at ? 'revoked' : k.expires_at && Date.parse(k.expires_at) <= Date.now() ? 'expired' : 'active';
-        console.log(`${k.id}  ${k.prefix}…  ${state.padEnd(7)}  ${k.name}${k.owner ? ` (${k.owner})` : ''}`);
+        const limits = [k.rate, k.credits && `credits ${k.credits}`].filter(Boolean).join('; ');
+        console.log(`${k.id}  ${k.prefix}…  ${k.state.padEnd(7)}  ${k.name}${k.owner ? ` (${k.owner})` : ''}${limits ? `  [${limits}]` : ''}`);
       }
     });
 
@@ -100,13 +109,33 @@ export function registerKeys(program: Command): void {
     .action(function (this: Command, id: string, o: { json?: boolean }) {
       const k = withStore(this, (s) => s.get(id));
       if (!k) throw new CliError(`no key with id ${id}`);
-      const v = keyView(k);
-      console.log(o.json ? JSON.stringify(v, null, 2) : Object.entries(v).map(([f, x]) => `${f}: ${x ?? '-'}`).join('\n'));
+      print(keyView(k, Date.now()), o.json);
+    });
+
+  limitOptions(keys.command('update <id>').description('change a key; a running server applies it on the next request').option('--name <name>', 'new name'), true)
+    .option('--no-isolated', 'share the cache again')
+    .action(function (this: Command, id: string, o: KeyOpts) {
+      const k = withStore(this, (s) => updateKey(s, id, inputOf(o)));
+      if (!k) throw new CliError(`no key with id ${id}`);
+      print(keyView(k, Date.now()), o.json);
+    });
+
+  keys
+    .command('rotate <id>')
+    .description('give a key a new secret (same id, limits and usage); printed once')
+    .option('--overlap <duration>', 'how long the old secret keeps working, e.g. 24h (default 0: it stops at once)')
+    .option('--json', 'print {"id","key"} as JSON')
+    .action(function (this: Command, id: string, o: { overlap?: string; json?: boolean }) {
+      const r = withStore(this, (s) => rotateKey(s, id, o.overlap));
+      if (!r.ok) throw new CliError(r.reason === 'not_found' ? `no key with id ${id}` : `${id} is revoked; create a new key instead`);
+      if (o.json) return console.log(JSON.stringify({ id: r.key.id, key: r.secret }));
+      const until = r.key.previousExpiresAt !== null && r.key.previousExpiresAt > Date.now() ? `until ${new Date(r.key.previousExpiresAt).toISOString()}` : 'no longer';
+      console.log(`Rotated ${id}; the old secret works ${until}.\nNew secret (shown once, store it now):\n  ${r.secret}`);
     });
 
   keys
     .command('revoke <id>')
-    .description('revoke a key; a running server refuses it within 2 s')
+    .description('revoke a key; a running server refuses it on the next request')
     .action(function (this: Command, id: string) {
       const done = withStore(this, (s) => (s.get(id) ? s.revoke(id) : null));
       if (done === null) throw new CliError(`no key with id ${id}`);

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { randomBytes } from 'node:crypto';
-import { createApp, openMainDb, type App } from '../app.js';
+import { createApp, openMainDb } from '../app.js';
 import { systemClock } from '../clock.js';
+import { closeOnSignals } from '../obs/lifecycle.js';
 import { KeyStore } from '../store/keys.js';
 import { startSimulator } from '../simulator/index.js';
 import { configFrom, portNumber, type GlobalOpts } from './common.js';
@@ -10,27 +11,6 @@ interface ServeOpts extends GlobalOpts {
   port?: string;
   host?: string;
   upstreamUrl?: string;
-}
-
-/** Stop on SIGTERM/SIGINT: finish in-flight requests, flush, close databases, exit 0. */
-function closeOnSignals(app: App, extra: () => Promise<void> = async () => {}): void {
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    app.logger.info({ signal }, 'shutting down');
-    const deadline = setTimeout(() => {
-      app.logger.error('shutdown deadline passed; exiting');
-      process.exit(1);
-    }, app.config.server.shutdownGraceMs);
-    deadline.unref();
-    void app
-      .close()
-      .then(extra)
-      .then(() => process.exit(0));
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
 }
 
 export function registerRun(program: Command): void {

@@ -12,10 +12,13 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /** Pure decision over a found key: which 401 applies, if any. */
-export function keyRefusal(key: ApiKey | null, now: number): Failure | null {
+export function keyRefusal(key: ApiKey | null, now: number, previous = false): Failure | null {
   if (!key) return failure('INVALID_API_KEY');
   if (key.revokedAt !== null && key.revokedAt <= now) return failure('API_KEY_REVOKED');
   if (key.expiresAt !== null && key.expiresAt <= now) return failure('API_KEY_EXPIRED');
+  if (previous && (key.previousExpiresAt === null || key.previousExpiresAt <= now)) {
+    return failure('API_KEY_EXPIRED', 'This API key secret was replaced by a rotation and its overlap has ended.');
+  }
   return null;
 }
 
@@ -25,6 +28,6 @@ export function authenticate(header: string | undefined, keys: KeyStore, now: nu
   const token = bearerToken(header);
   if (token === null) return failure('MISSING_API_KEY');
   // Malformed tokens are refused without a database lookup.
-  const key = KEY_SHAPE.test(token) ? keys.findBySecret(token) : null;
-  return keyRefusal(key, now) ?? key!;
+  const found = KEY_SHAPE.test(token) ? keys.findBySecret(token) : null;
+  return keyRefusal(found?.key ?? null, now, found?.previous) ?? found!.key;
 }

@@ -55,6 +55,11 @@ export class Coalescer<T> {
     }
   }
 
+  /** Whether `run` would join an in-flight call now (a joiner pays nothing, so needs no credits). */
+  wouldJoin(key: string, freshness: Freshness): boolean {
+    return this.flights.get(key)?.some((f) => satisfies(f.freshness, freshness)) ?? false;
+  }
+
   inFlight(): number {
     let n = 0;
     for (const l of this.flights.values()) n += l.length;

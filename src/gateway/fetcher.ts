@@ -50,6 +50,11 @@ export class Fetcher {
     return this.flights.inFlight();
   }
 
+  /** True when `fetch` with these arguments, called synchronously next, would follow another call. */
+  wouldJoin(key: string, freshness: Freshness): boolean {
+    return this.flights.wouldJoin(key, freshness);
+  }
+
   private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, requestId: string): Promise<FetchResult> {
     const outcome = await this.provider.call({ path: req.endpoint.path, query: upstreamQuery(req, fwd.strategy, fwd.maxage), requestId });
     const now = this.clock.now();

@@ -1,70 +1,55 @@
 import type { EndpointDef } from '../api/endpoints.js';
 import { isFailure } from '../api/errors.js';
 import { cacheKey, parseLookup } from '../api/params.js';
-import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { CacheStore } from '../store/cache.js';
-import type { KeyStore } from '../store/keys.js';
+import type { ApiKey, KeyStore } from '../store/keys.js';
 import { accessRefusal } from './access.js';
-import { forwardAnswer, forwardFailure, hitAnswer, staleAnswer, type SimpleCacheStatus } from './answers.js';
-import { authenticate } from './auth.js';
+import { forwardAnswer, forwardFailure, hitAnswer, staleAnswer } from './answers.js';
 import type { Fetcher } from './fetcher.js';
+import { guarded, type Incoming, type LimitsDeps, type LookupTrace } from './guard.js';
 import { decide, negativeTtlMs, staleEligible, ttlMs } from './policy.js';
 import { errorAnswer, type Answer } from './render.js';
 import type { UsageTracker } from './usage.js';
 
-/** What the request log line and metrics learn about one lookup as it passes the stages. */
-export interface LookupTrace {
-  keyId?: string;
-  keyName?: string;
-  identity?: string;
-  cache?: SimpleCacheStatus;
-  collapsed?: boolean;
-  upstreamMs?: number;
-  upstreamRequestId?: string;
-  /** Credits the shared provider key paid for this request. */
-  creditsUsed?: number;
-  /** Credits a local answer saved: what the fetch that stored the entry cost. */
-  creditsSaved?: number;
-}
+export type { Incoming, LookupTrace } from './guard.js';
 
-export interface LookupDeps {
+export interface LookupDeps extends LimitsDeps {
   readonly keys: KeyStore;
   readonly cache: CacheStore;
   readonly fetcher: Fetcher;
-  readonly clock: Clock;
   readonly domain: string;
   readonly cacheConfig: Readonly<Config['cache']>;
   readonly usage: UsageTracker;
 }
 
-/** The /v1 lookup pipeline (DESIGN §2): authenticate, validate, scope, cache, provider, answer. */
-export async function handleLookup(
-  deps: LookupDeps,
-  def: EndpointDef,
-  rawQuery: string,
-  authorization: string | undefined,
-  requestId: string,
-  trace: LookupTrace,
-): Promise<Answer> {
-  const now = deps.clock.now();
-  const key = authenticate(authorization, deps.keys, now);
-  if (isFailure(key)) return errorAnswer(key, requestId);
-  trace.keyId = key.id;
-  trace.keyName = key.name;
-  deps.usage.touch(key.id, now);
+/**
+ * The /v1 lookup pipeline (DESIGN §2): admission (auth, rate limit) and the ledger are the
+ * frame (guard.ts); inside it validate, scope, cache, credits, provider, answer.
+ */
+export function handleLookup(deps: LookupDeps, def: EndpointDef, inc: Incoming, trace: LookupTrace): Promise<Answer> {
+  return guarded(deps, def.name, inc, trace, (key, now) => lookupStages(deps, def, key, inc, trace, now));
+}
 
-  const req = parseLookup(def, rawQuery, deps.domain);
+/** An isolated key's entries are its own: it neither reads nor feeds the shared cache. */
+export function cacheKeyFor(key: ApiKey, shared: string): string {
+  return key.cacheIsolated ? `${key.id}|${shared}` : shared;
+}
+
+async function lookupStages(deps: LookupDeps, def: EndpointDef, key: ApiKey, inc: Incoming, trace: LookupTrace, now: number): Promise<Answer> {
+  const { requestId } = inc;
+  const req = parseLookup(def, inc.rawQuery, deps.domain);
   if (isFailure(req)) return errorAnswer(req, requestId);
   trace.identity = req.identity;
   const denied = accessRefusal(key, def, req.strategy);
   if (denied) return errorAnswer(denied, requestId);
 
-  const ck = cacheKey(req);
+  const ck = cacheKeyFor(key, cacheKey(req));
   const entry = deps.cache.get(ck);
   const decision = decide({ endpoint: def.name, strategy: req.strategy, maxage: req.maxage }, entry, now, deps.cacheConfig);
   const entryTtl = (status: number) => (status === 200 ? ttlMs(deps.cacheConfig, def.name) : negativeTtlMs(deps.cacheConfig, status));
   if (decision.action === 'hit') {
+    // A hit is free: it is served whatever the credit budgets say.
     deps.cache.recordHit(ck, now);
     const { answer, simple } = hitAnswer(entry!, requestId, now, entryTtl(entry!.status));
     trace.cache = simple;
@@ -74,16 +59,33 @@ export async function handleLookup(
   }
 
   deps.cache.recordMiss();
-  const { result, leader } = await deps.fetcher.fetch(req, ck, { strategy: decision.strategy, maxage: decision.maxage }, requestId);
+  trace.cache = decision.reason === 'uri-miss' ? 'MISS' : decision.reason === 'stale' ? 'REFRESH' : 'BYPASS';
+  trace.creditsUsed = 0;
+  const freshness = { strategy: decision.strategy, maxage: decision.maxage };
+  // Joining an in-flight call costs nothing, so it needs no reservation. No await separates
+  // this check from fetch(), so the join it predicts is the join that happens.
+  if (!deps.fetcher.wouldJoin(ck, freshness)) {
+    const refused = deps.accounting.reserve(requestId, key, def.name, now);
+    if (refused) {
+      if (decision.staleFallback && entry && entry.status === 200) {
+        trace.cache = 'STALE';
+        trace.creditsSaved = entry.credits;
+        return staleAnswer(entry, requestId, now, entryTtl(200), refused.status);
+      }
+      return errorAnswer(refused, requestId);
+    }
+  }
+
+  const { result, leader } = await deps.fetcher.fetch(req, ck, freshness, requestId);
   const { outcome } = result;
   trace.collapsed = !leader;
   trace.upstreamMs = outcome.ms;
   trace.upstreamRequestId = outcome.upstreamRequestId;
   const extra: Record<string, string> = outcome.upstreamRequestId ? { 'x-upstream-request-id': outcome.upstreamRequestId } : {};
   const fwd = { reason: decision.reason, stored: result.stored, collapsed: !leader };
-  trace.cache = decision.reason === 'uri-miss' ? 'MISS' : decision.reason === 'stale' ? 'REFRESH' : 'BYPASS';
 
   if (outcome.ok) {
+    // The leader paid the provider; followers shared its answer for free.
     const credits = leader ? result.credits : 0;
     trace.creditsUsed = credits;
     trace.creditsSaved = leader ? 0 : result.credits;
@@ -92,10 +94,8 @@ export async function handleLookup(
   const fwdStatus = outcome.upstreamStatus ?? outcome.failure.status;
   if (decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind)) {
     trace.cache = 'STALE';
-    trace.creditsUsed = 0;
     trace.creditsSaved = entry.credits;
     return staleAnswer(entry, requestId, deps.clock.now(), entryTtl(200), fwdStatus);
   }
-  trace.creditsUsed = 0;
   return forwardFailure(fwd, outcome.failure, requestId, fwdStatus, extra);
 }

@@ -1,3 +1,4 @@
+import { ENDPOINT_NAMES } from '../api/endpoints.js';
 import type { DB, Migration } from './db.js';
 
 /** cache.db: stored provider answers. Disposable: deleting the file only costs credits. */
@@ -28,7 +29,17 @@ export const CACHE_MIGRATIONS: readonly Migration[] = [
       INSERT INTO counters VALUES ('hits', 0), ('misses', 0);
     `);
   },
+  // Expiry looks entries up by (endpoint, status, age): an index keeps that O(log n) at 1M rows.
+  (db) => {
+    db.exec(`
+      CREATE INDEX entries_expiry ON entries(endpoint, status, stored_at);
+      DROP INDEX entries_endpoint;
+    `);
+  },
 ];
+
+/** The answers the cache stores: data, and the provider's 404 and 513 for the negative cache. */
+export const STORED_STATUSES = [200, 404, 513] as const;
 
 export interface CacheEntry {
   readonly key: string;
@@ -85,8 +96,12 @@ export class CacheStore {
   private readonly lruStmt;
   private readonly deleteStmt;
   private readonly sumStmt;
+  private readonly countStmt;
+  private readonly deadStmt;
   private readonly dataVersionStmt;
   private bytes: number;
+  /** Kept like `bytes` so that a metrics scrape never counts the table. */
+  private entries: number;
   private dataVersion: number;
   /** Hits are counted in memory and written in batches: a write per hit would cost more than the hit. */
   private pendingHits = new Map<string, { n: number; at: number }>();
@@ -106,7 +121,12 @@ export class CacheStore {
     this.deleteStmt = db.prepare('DELETE FROM entries WHERE key = ?');
     this.sumStmt = db.prepare<[], number>('SELECT COALESCE(SUM(size), 0) FROM entries').pluck();
     this.dataVersionStmt = db.prepare<[], number>('PRAGMA data_version').pluck();
+    this.countStmt = db.prepare<[], number>('SELECT COUNT(*) FROM entries').pluck();
+    this.deadStmt = db.prepare<[string, number, number], { key: string; size: number }>(
+      `SELECT key, size FROM entries WHERE endpoint = ? AND status = ? AND stored_at < ? LIMIT ${EVICT_BATCH}`,
+    );
     this.bytes = this.sumStmt.get()!;
+    this.entries = this.countStmt.get()!;
     this.dataVersion = this.dataVersionStmt.get()!;
   }
 
@@ -137,6 +157,7 @@ export class CacheStore {
       const old = this.sizeOfStmt.get(e.key);
       this.putStmt.run({ ...e, size });
       this.bytes += size - (old?.size ?? 0);
+      if (!old) this.entries++;
     })();
   }
 
@@ -173,7 +194,7 @@ export class CacheStore {
   /**
    * Delete dead entries and, beyond `maxBytes`, least-recently-used ones down to 90% of it,
    * in small transactions so that a request never waits long behind eviction.
-   * `isDead` decides from an entry's endpoint, status and stored time.
+   * `deadBefore` gives, per endpoint and status, the stored time before which an entry is dead.
    */
   maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
     this.flush();
@@ -182,14 +203,13 @@ export class CacheStore {
     if (version !== this.dataVersion) {
       this.dataVersion = version;
       this.bytes = this.sumStmt.get()!;
+      this.entries = this.countStmt.get()!;
     }
     let removed = 0;
-    const dead = this.db.prepare<[string, number, number], { key: string; size: number }>(
-      'SELECT key, size FROM entries WHERE endpoint = ? AND status = ? AND stored_at < ? LIMIT ' + EVICT_BATCH,
-    );
-    const groups = this.db.prepare<[], { endpoint: string; status: number }>('SELECT DISTINCT endpoint, status FROM entries').all();
-    for (const g of groups) {
-      removed += this.deleteRows(dead.all(g.endpoint, g.status, deadBefore(g.endpoint, g.status)));
+    for (const endpoint of ENDPOINT_NAMES) {
+      for (const status of STORED_STATUSES) {
+        removed += this.deleteRows(this.deadStmt.all(endpoint, status, deadBefore(endpoint, status)));
+      }
     }
     if (this.bytes > maxBytes) {
       const target = maxBytes * 0.9;
@@ -209,6 +229,7 @@ export class CacheStore {
         if (this.bytes <= stopAtBytes) break;
         this.deleteStmt.run(r.key);
         this.bytes -= r.size;
+        this.entries--;
         n++;
       }
     })();
@@ -224,11 +245,16 @@ export class CacheStore {
     else if (filter.endpoint) res = this.db.prepare('DELETE FROM entries WHERE endpoint = ?').run(filter.endpoint);
     else return 0;
     this.bytes = this.sumStmt.get()!;
+    this.entries = this.countStmt.get()!;
     return res.changes;
   }
 
   totalBytes(): number {
     return this.bytes;
+  }
+
+  entryCount(): number {
+    return this.entries;
   }
 
   stats(): CacheStats {

@@ -21,6 +21,8 @@ export interface ApiKey {
   readonly endpoints: readonly string[] | null;
   readonly strategies: readonly string[] | null;
   readonly cacheIsolated: boolean;
+  /** Until when the secret replaced by the last rotation still authenticates; null if never rotated. */
+  readonly previousExpiresAt: number | null;
 }
 
 export interface NewKey {
@@ -33,6 +35,9 @@ export interface NewKey {
   strategies?: readonly string[] | null;
   cacheIsolated?: boolean;
 }
+
+/** A change to a key: an absent field stays as it is; null clears it. */
+export type KeyPatch = Partial<NewKey>;
 
 interface Row {
   id: string;
@@ -49,6 +54,8 @@ interface Row {
   endpoints: string | null;
   strategies: string | null;
   cache_isolated: number;
+  secret_hash: string;
+  prev_expires_at: number | null;
 }
 
 /** Uniform base62 (rejection-free via randomInt) so every character carries log2(62) bits. */
@@ -74,6 +81,8 @@ export class KeyStore {
   private readonly listStmt;
   private readonly revokeStmt;
   private readonly touchStmt;
+  private readonly updateStmt;
+  private readonly rotateStmt;
 
   constructor(
     private readonly db: DB,
@@ -82,11 +91,16 @@ export class KeyStore {
     this.insertStmt = db.prepare(`INSERT INTO api_keys
       (id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, rate, credits, endpoints, strategies, cache_isolated)
       VALUES (@id, @name, @owner, @prefix, @hash, @now, @now, @expires, @rate, @credits, @endpoints, @strategies, @isolated)`);
-    this.byHashStmt = db.prepare<[string], Row>('SELECT * FROM api_keys WHERE secret_hash = ?');
+    // The OR uses both unique indexes; a rotated-away secret still finds its key during the overlap.
+    this.byHashStmt = db.prepare<[string, string], Row>('SELECT * FROM api_keys WHERE secret_hash = ? OR prev_secret_hash = ?');
     this.byIdStmt = db.prepare<[string], Row>('SELECT * FROM api_keys WHERE id = ?');
     this.listStmt = db.prepare<[], Row>('SELECT * FROM api_keys ORDER BY created_at, id');
     this.revokeStmt = db.prepare('UPDATE api_keys SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL');
     this.touchStmt = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+    this.updateStmt = db.prepare(`UPDATE api_keys SET name = @name, owner = @owner, expires_at = @expires, rate = @rate,
+      credits = @credits, endpoints = @endpoints, strategies = @strategies, cache_isolated = @isolated, updated_at = @now WHERE id = @id`);
+    this.rotateStmt = db.prepare(`UPDATE api_keys SET prev_secret_hash = secret_hash, prev_expires_at = @prevExpires,
+      secret_hash = @hash, prefix = @prefix, updated_at = @now WHERE id = @id AND revoked_at IS NULL`);
   }
 
   create(input: NewKey): { key: ApiKey; secret: string } {
@@ -110,10 +124,47 @@ export class KeyStore {
     return { key: this.get(id)!, secret };
   }
 
-  /** The key a presented secret belongs to, whatever its state; null if none. */
-  findBySecret(secret: string): ApiKey | null {
-    const row = this.byHashStmt.get(hashSecret(secret));
-    return row ? toKey(row) : null;
+  /**
+   * The key a presented secret belongs to, whatever its state; null if none. `previous`
+   * says the secret is the one a rotation replaced (valid until `previousExpiresAt`).
+   */
+  findBySecret(secret: string): { key: ApiKey; previous: boolean } | null {
+    const hash = hashSecret(secret);
+    const row = this.byHashStmt.get(hash, hash);
+    return row ? { key: toKey(row), previous: row.secret_hash !== hash } : null;
+  }
+
+  /** Apply a patch; returns the updated key, or null when there is no such key. */
+  update(id: string, patch: KeyPatch): ApiKey | null {
+    const k = this.get(id);
+    if (!k) return null;
+    const pick = <T>(v: T | undefined, cur: T): T => (v === undefined ? cur : v);
+    const list = (v: readonly string[] | null) => (v ? JSON.stringify(v) : null);
+    this.updateStmt.run({
+      id,
+      now: this.clock.now(),
+      name: pick(patch.name, k.name),
+      owner: pick(patch.owner, k.owner),
+      expires: pick(patch.expiresAt, k.expiresAt),
+      rate: pick(patch.rate, k.rate),
+      credits: pick(patch.credits, k.credits),
+      endpoints: list(pick(patch.endpoints, k.endpoints)),
+      strategies: list(pick(patch.strategies, k.strategies)),
+      isolated: pick(patch.cacheIsolated, k.cacheIsolated) ? 1 : 0,
+    });
+    return this.get(id);
+  }
+
+  /**
+   * A new secret for the same key (same id, limits, usage and ledger). The replaced secret
+   * keeps working for `overlapMs` so clients can switch without downtime; a second rotation
+   * ends the first one's overlap. Null when the key does not exist or is revoked.
+   */
+  rotate(id: string, overlapMs: number): { key: ApiKey; secret: string } | null {
+    const secret = 'tg_' + base62(SECRET_CHARS);
+    const now = this.clock.now();
+    const changed = this.rotateStmt.run({ id, now, prevExpires: now + overlapMs, hash: hashSecret(secret), prefix: secret.slice(0, PREFIX_CHARS) }).changes;
+    return changed > 0 ? { key: this.get(id)!, secret } : null;
   }
 
   get(id: string): ApiKey | null {
@@ -152,5 +203,6 @@ function toKey(r: Row): ApiKey {
     endpoints: r.endpoints ? (JSON.parse(r.endpoints) as string[]) : null,
     strategies: r.strategies ? (JSON.parse(r.strategies) as string[]) : null,
     cacheIsolated: r.cache_isolated === 1,
+    previousExpiresAt: r.prev_expires_at,
   };
 }

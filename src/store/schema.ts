@@ -23,4 +23,46 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `);
   },
+  // Limits and cost control: key rotation, durable rate windows, credit usage, the ledger.
+  (db) => {
+    db.exec(`
+      ALTER TABLE api_keys ADD COLUMN prev_secret_hash TEXT;
+      ALTER TABLE api_keys ADD COLUMN prev_expires_at INTEGER;
+      CREATE UNIQUE INDEX api_keys_prev_secret ON api_keys(prev_secret_hash);
+
+      CREATE TABLE rate_windows (
+        scope      TEXT NOT NULL,
+        window_ms  INTEGER NOT NULL,
+        start      INTEGER NOT NULL,
+        count      INTEGER NOT NULL,
+        PRIMARY KEY (scope, window_ms)
+      ) STRICT, WITHOUT ROWID;
+
+      CREATE TABLE credit_usage (
+        scope   TEXT NOT NULL,
+        period  TEXT NOT NULL,
+        start   INTEGER NOT NULL,
+        used    INTEGER NOT NULL,
+        PRIMARY KEY (scope, period, start)
+      ) STRICT, WITHOUT ROWID;
+
+      CREATE TABLE ledger (
+        request_id     TEXT PRIMARY KEY,
+        ts             INTEGER NOT NULL,
+        key_id         TEXT NOT NULL,
+        endpoint       TEXT NOT NULL,
+        identity       TEXT,
+        cache          TEXT,
+        status         INTEGER NOT NULL,
+        code           TEXT,
+        credits        INTEGER NOT NULL,
+        credits_saved  INTEGER NOT NULL,
+        upstream_ms    REAL,
+        total_ms       REAL,
+        upstream_request_id TEXT
+      ) STRICT;
+      CREATE INDEX ledger_ts ON ledger(ts);
+      CREATE INDEX ledger_key_ts ON ledger(key_id, ts);
+    `);
+  },
 ];

@@ -77,11 +77,16 @@ export class UpstreamClient {
     return this.shaper.inFlight();
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stop calling the provider: queued calls settle as unavailable; calls in flight finish,
+   * or with `abortInFlight` are cut (at shutdown, once the HTTP server has drained, they
+   * have no client left to answer and must not hold the process open until their deadline).
+   */
+  async close(opts: { abortInFlight?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.shaper.close();
-    await this.http.close();
+    await this.http.close(opts.abortInFlight === true);
   }
 
   async call(call: UpstreamCall, signal?: AbortSignal): Promise<UpstreamOutcome> {

@@ -94,8 +94,9 @@ export class ProviderHttp {
     }
   }
 
-  close(): Promise<void> {
-    return this.pool.close();
+  /** Graceful by default (requests in flight finish); `abort` cuts them. */
+  close(abort = false): Promise<void> {
+    return abort ? this.pool.destroy() : this.pool.close();
   }
 }
 

@@ -1,0 +1,164 @@
+import { ENDPOINT_NAMES, STRATEGIES } from '../api/endpoints.js';
+import type { Config } from '../config.js';
+import { formatBudgets, parseBudgets } from '../gateway/credits.js';
+import { formatRatePolicies, parseRatePolicies } from '../gateway/ratelimit.js';
+import type { ApiKey, KeyPatch, KeyStore } from '../store/keys.js';
+
+/**
+ * Key management shared by the CLI and the admin API: one validation of names, policies,
+ * budgets, scopes and times, so the two can never disagree about what a key may be.
+ */
+
+/** A bad field: `field` is the admin API's JSON name; the CLI maps it to its flag. */
+export class KeyInputError extends Error {
+  override name = 'KeyInputError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Scope name of the proxied non-lookup /v1 paths. */
+export const PASSTHROUGH_SCOPE = 'passthrough';
+export const SCOPE_ENDPOINTS: readonly string[] = [...ENDPOINT_NAMES, PASSTHROUGH_SCOPE];
+
+/** Fields as the admin API's JSON and the CLI's flags give them. */
+export interface KeyInput {
+  name?: unknown;
+  owner?: unknown;
+  /** `600/minute,20000/day`; null or "none": no rate limit. */
+  rate?: unknown;
+  /** `1000/month`; null or "none": no credit budget. */
+  credits?: unknown;
+  /** Array or comma list; null or "all": every endpoint. */
+  endpoints?: unknown;
+  strategies?: unknown;
+  /** ISO 8601; null or "never": no expiry. */
+  expires_at?: unknown;
+  cache_isolated?: unknown;
+}
+
+const str = (field: string, v: unknown): string => {
+  if (typeof v !== 'string') throw new KeyInputError(field, 'must be a string');
+  return v.trim();
+};
+
+function nullable<T>(field: string, v: unknown, none: string, parse: (s: string) => T): T | null {
+  if (v === null) return null;
+  const s = str(field, v);
+  return s.toLowerCase() === none ? null : parse(s);
+}
+
+/** Parse a comma list (or array) against allowed names; a typo must fail loudly, not silently deny. */
+export function listInput(field: string, v: unknown, allowed: readonly string[]): string[] {
+  const items = (Array.isArray(v) ? v.map((x) => str(field, x)) : str(field, v).split(',')).map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new KeyInputError(field, `give at least one of ${allowed.join(', ')}`);
+  for (const it of items) if (!allowed.includes(it)) throw new KeyInputError(field, `unknown value '${it}'; allowed: ${allowed.join(', ')}`);
+  return [...new Set(items)];
+}
+
+export function isoTime(field: string, v: string): number {
+  const t = Date.parse(v);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw new KeyInputError(field, 'expected an ISO 8601 time such as 2027-01-31T00:00:00Z');
+  return t;
+}
+
+/** `90s`, `15m`, `24h`, `7d` or plain seconds → milliseconds. */
+export function durationMs(field: string, v: unknown): number {
+  const s = typeof v === 'number' ? String(v) : str(field, v);
+  const m = /^([0-9]{1,9})([smhd]?)$/.exec(s);
+  if (!m) throw new KeyInputError(field, `expected a duration such as 0, 90s, 15m, 24h or 7d, got '${s}'`);
+  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
+  return Number(m[1]) * unit * 1000;
+}
+
+function wrap<T>(field: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof KeyInputError) throw err;
+    throw new KeyInputError(field, (err as Error).message);
+  }
+}
+
+/** Validate the given fields into a patch; absent fields stay absent. */
+export function parseKeyInput(input: KeyInput): KeyPatch {
+  const p: KeyPatch = {};
+  if (input.name !== undefined) {
+    const name = str('name', input.name);
+    if (name.length === 0 || name.length > 200) throw new KeyInputError('name', 'must be 1 to 200 characters');
+    p.name = name;
+  }
+  if (input.owner !== undefined) p.owner = input.owner === null ? null : str('owner', input.owner) || null;
+  if (input.rate !== undefined) p.rate = nullable('rate', input.rate, 'none', (s) => wrap('rate', () => formatRatePolicies(parseRatePolicies(s))));
+  if (input.credits !== undefined) p.credits = nullable('credits', input.credits, 'none', (s) => wrap('credits', () => formatBudgets(parseBudgets(s))));
+  if (input.endpoints !== undefined) p.endpoints = input.endpoints === null || input.endpoints === 'all' ? null : listInput('endpoints', input.endpoints, SCOPE_ENDPOINTS);
+  if (input.strategies !== undefined) p.strategies = input.strategies === null || input.strategies === 'all' ? null : listInput('strategies', input.strategies, STRATEGIES);
+  if (input.expires_at !== undefined) p.expiresAt = nullable('expires_at', input.expires_at, 'never', (s) => isoTime('expires_at', s));
+  if (input.cache_isolated !== undefined) {
+    if (typeof input.cache_isolated !== 'boolean') throw new KeyInputError('cache_isolated', 'must be true or false');
+    p.cacheIsolated = input.cache_isolated;
+  }
+  return p;
+}
+
+export type KeyDefaults = Readonly<Config['keys']['defaults']>;
+
+/** Create a key; rate and credits not given come from `keys.defaults`. The secret is returned once. */
+export function createKey(store: KeyStore, defaults: KeyDefaults, input: KeyInput): { key: ApiKey; secret: string } {
+  const p = parseKeyInput(input);
+  if (p.name === undefined) throw new KeyInputError('name', 'is required');
+  return store.create({
+    name: p.name,
+    owner: p.owner ?? null,
+    rate: p.rate === undefined ? defaults.rate : p.rate,
+    credits: p.credits === undefined ? defaults.credits : p.credits,
+    endpoints: p.endpoints ?? null,
+    strategies: p.strategies ?? null,
+    expiresAt: p.expiresAt ?? null,
+    cacheIsolated: p.cacheIsolated ?? false,
+  });
+}
+
+/** Null when there is no such key. A running server applies the change on its next request. */
+export function updateKey(store: KeyStore, id: string, input: KeyInput): ApiKey | null {
+  const p = parseKeyInput(input);
+  if (Object.keys(p).length === 0) throw new KeyInputError('(body)', 'nothing to change');
+  return store.update(id, p);
+}
+
+export type RotateResult = { ok: true; key: ApiKey; secret: string } | { ok: false; reason: 'not_found' | 'revoked' };
+
+export function rotateKey(store: KeyStore, id: string, overlap: unknown): RotateResult {
+  const overlapMs = overlap === undefined ? 0 : durationMs('overlap', overlap);
+  const k = store.get(id);
+  if (!k) return { ok: false, reason: 'not_found' };
+  const r = store.rotate(id, overlapMs);
+  return r ? { ok: true, ...r } : { ok: false, reason: 'revoked' };
+}
+
+/** The public view of a key: everything but the secret, which is never stored. */
+export function keyView(k: ApiKey, now: number) {
+  const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
+  const state = k.revokedAt !== null && k.revokedAt <= now ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active';
+  return {
+    id: k.id,
+    name: k.name,
+    owner: k.owner,
+    prefix: k.prefix,
+    state,
+    created_at: iso(k.createdAt),
+    updated_at: iso(k.updatedAt),
+    expires_at: iso(k.expiresAt),
+    revoked_at: iso(k.revokedAt),
+    last_used_at: iso(k.lastUsedAt),
+    rate: k.rate,
+    credits: k.credits,
+    endpoints: k.endpoints,
+    strategies: k.strategies,
+    cache_isolated: k.cacheIsolated,
+    previous_secret_expires_at: k.previousExpiresAt !== null && k.previousExpiresAt > now ? iso(k.previousExpiresAt) : null,
+  };
+}

@@ -1,0 +1,161 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { failure, type Failure } from '../api/errors.js';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { Accounting } from '../gateway/accounting.js';
+import type { Admission } from '../gateway/admission.js';
+import { bearerToken } from '../gateway/auth.js';
+import { remaining, type BudgetState } from '../gateway/credits.js';
+import { purgeFilter } from '../gateway/purge.js';
+import { errorAnswer } from '../gateway/render.js';
+import type { CacheStore } from '../store/cache.js';
+import type { KeyStore } from '../store/keys.js';
+import type { LedgerStore } from '../store/ledger.js';
+import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
+import { usageGroup, usageWindow } from './usage.js';
+
+export interface AdminDeps {
+  readonly config: Readonly<Config>;
+  readonly keys: KeyStore;
+  readonly cache: CacheStore;
+  readonly ledger: LedgerStore;
+  readonly admission: Admission;
+  readonly accounting: Accounting;
+  readonly clock: Clock;
+}
+
+const KEY_FIELDS = new Set(['name', 'owner', 'rate', 'credits', 'endpoints', 'strategies', 'expires_at', 'cache_isolated']);
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/** A refusal travels as a thrown value inside a handler and becomes the error envelope. */
+class Refusal {
+  constructor(readonly f: Failure) {}
+}
+
+function send(reply: FastifyReply, status: number, body: unknown) {
+  return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(JSON.stringify(body));
+}
+
+function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
+  const a = errorAnswer(f, reply.request.id, extra);
+  reply.request.errorCode = f.code;
+  return reply.code(a.status).headers(a.headers).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(a.body);
+}
+
+function bodyOf(request: FastifyRequest, allowed: ReadonlySet<string>): Record<string, unknown> {
+  const b = request.body ?? {};
+  if (typeof b !== 'object' || Array.isArray(b) || b === null) throw new Refusal(failure('INVALID_PARAMETER', 'The request body must be a JSON object.'));
+  for (const k of Object.keys(b)) {
+    if (!allowed.has(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown field '${k}'; allowed: ${[...allowed].join(', ')}.`));
+  }
+  return b as Record<string, unknown>;
+}
+
+function budgetsView(states: BudgetState[]) {
+  return states.map((s) => ({ limit: s.budget.limit, period: s.budget.period, used: s.used, reserved: s.reserved, remaining: remaining(s), reset_seconds: s.reset }));
+}
+
+/**
+ * The admin API under /admin (Bearer admin token). Disabled — not registered, so /admin/*
+ * answers 404 ROUTE_NOT_FOUND — while `adminToken` is null: an unset token must not be a
+ * guessable one. Failed token checks count against the same per-IP limit as failed keys.
+ */
+export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
+  const token = deps.config.adminToken;
+  if (token === null) return;
+  const expected = digest(token);
+
+  void app.register(
+    async (admin) => {
+      admin.addHook('onRequest', async (request, reply) => {
+        const now = deps.clock.now();
+        const ip = deps.admission.ipState(request.ip, now);
+        if (!ip.allowed) return sendFailure(reply, failure('AUTH_RATE_LIMITED', undefined, { 'retry-after': String(ip.retryAfter) }), ip.headers);
+        const given = bearerToken(request.headers.authorization);
+        // Comparing fixed-length digests keeps the comparison constant-time whatever the length.
+        if (given === null || !timingSafeEqual(digest(given), expected)) {
+          const headers = deps.admission.countFailure(request.ip, now);
+          return sendFailure(reply, failure('ADMIN_UNAUTHORIZED'), { ...headers, 'www-authenticate': 'Bearer realm="tollgate-admin"' });
+        }
+      });
+
+      admin.setErrorHandler(async (err: unknown, request, reply) => {
+        if (err instanceof Refusal) return sendFailure(reply, err.f);
+        if (err instanceof KeyInputError) return sendFailure(reply, failure('INVALID_PARAMETER', `${err.field}: ${err.message}.`.replace(/\.\.$/, '.')));
+        const e = err as { statusCode?: number };
+        if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
+          return sendFailure(reply, failure('INVALID_PARAMETER', 'The request body must be a JSON object (Content-Type: application/json).'));
+        }
+        request.log.error({ err, reqId: request.id }, 'admin error');
+        return sendFailure(reply, failure('INTERNAL_ERROR'));
+      });
+
+      const now = () => deps.clock.now();
+      const mustGet = (id: string) => {
+        const k = deps.keys.get(id);
+        if (!k) throw new Refusal(failure('NOT_FOUND', `No key with id ${id}.`));
+        return k;
+      };
+
+      admin.post('/keys', async (request, reply) => {
+        const { key, secret } = createKey(deps.keys, deps.config.keys.defaults, bodyOf(request, KEY_FIELDS) as KeyInput);
+        return send(reply, 201, { id: key.id, key: secret, api_key: keyView(key, now()) });
+      });
+
+      admin.get('/keys', async (_request, reply) => send(reply, 200, { keys: deps.keys.list().map((k) => keyView(k, now())) }));
+
+      admin.get<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
+        const k = mustGet(request.params.id);
+        return send(reply, 200, { ...keyView(k, now()), budgets: budgetsView(deps.accounting.keyStates(k, now())) });
+      });
+
+      admin.patch<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
+        const k = updateKey(deps.keys, request.params.id, bodyOf(request, KEY_FIELDS) as KeyInput);
+        if (!k) throw new Refusal(failure('NOT_FOUND', `No key with id ${request.params.id}.`));
+        return send(reply, 200, keyView(k, now()));
+      });
+
+      admin.post<{ Params: { id: string } }>('/keys/:id/revoke', async (request, reply) => {
+        mustGet(request.params.id);
+        deps.keys.revoke(request.params.id);
+        return send(reply, 200, keyView(mustGet(request.params.id), now()));
+      });
+
+      admin.post<{ Params: { id: string } }>('/keys/:id/rotate', async (request, reply) => {
+        const { overlap } = bodyOf(request, new Set(['overlap']));
+        const r = rotateKey(deps.keys, request.params.id, overlap);
+        if (!r.ok && r.reason === 'not_found') throw new Refusal(failure('NOT_FOUND', `No key with id ${request.params.id}.`));
+        if (!r.ok) throw new Refusal(failure('CONFLICT', `Key ${request.params.id} is revoked; create a new key instead.`));
+        return send(reply, 200, { id: r.key.id, key: r.secret, api_key: keyView(r.key, now()) });
+      });
+
+      admin.get<{ Querystring: Record<string, string | undefined> }>('/usage', async (request, reply) => {
+        const q = request.query;
+        for (const k of Object.keys(q)) if (!['from', 'to', 'by'].includes(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown parameter '${k}'; allowed: from, to, by.`));
+        const by = usageGroup(q.by);
+        if (!by) throw new Refusal(failure('INVALID_PARAMETER', `by: expected key, day or endpoint.`));
+        const w = usageWindow(q.from, q.to, now());
+        if (typeof w === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${w}.`));
+        const rows = deps.ledger.usage(w.from, w.to, by);
+        return send(reply, 200, { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), by, rows });
+      });
+
+      admin.get('/budget', async (_request, reply) => send(reply, 200, { provider: budgetsView(deps.accounting.providerStates(now())) }));
+
+      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, deps.cache.stats()));
+
+      admin.post('/cache/purge', async (request, reply) => {
+        const b = bodyOf(request, new Set(['url', 'id', 'endpoint', 'all']));
+        for (const f of ['url', 'id', 'endpoint'] as const) {
+          if (b[f] !== undefined && typeof b[f] !== 'string') throw new Refusal(failure('INVALID_PARAMETER', `${f} must be a string.`));
+        }
+        if (b.all !== undefined && typeof b.all !== 'boolean') throw new Refusal(failure('INVALID_PARAMETER', 'all must be true or false.'));
+        const filter = purgeFilter(b as { url?: string; id?: string; endpoint?: string; all?: boolean }, deps.config.network.domain);
+        if (typeof filter === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${filter.replace(/--/g, '')}.`));
+        return send(reply, 200, { purged: deps.cache.purge(filter) });
+      });
+    },
+    { prefix: '/admin' },
+  );
+}

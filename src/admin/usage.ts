@@ -1,0 +1,30 @@
+import { periodStart } from '../gateway/credits.js';
+import type { UsageGroup } from '../store/ledger.js';
+
+const DAY = 86_400_000;
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * A usage window from user input, shared by the CLI and the admin API. `from` defaults to
+ * the start of the current UTC month, `to` to now; a date-only `to` includes that whole
+ * UTC day. Returns an error message instead of throwing.
+ */
+export function usageWindow(from: string | undefined, to: string | undefined, now: number): { from: number; to: number } | string {
+  const parse = (v: string, name: string, end: boolean): number | string => {
+    const t = Date.parse(DATE_ONLY.test(v) ? `${v}T00:00:00Z` : v);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) return `${name}: expected an ISO 8601 date or time such as 2026-01-31`;
+    return end && DATE_ONLY.test(v) ? t + DAY : t;
+  };
+  const f = from === undefined ? periodStart('month', now) : parse(from, 'from', false);
+  const t = to === undefined ? now + 1 : parse(to, 'to', true);
+  if (typeof f === 'string') return f;
+  if (typeof t === 'string') return t;
+  if (t <= f) return 'to must be after from';
+  return { from: f, to: t };
+}
+
+/** The grouping named by `by` (default key), or null when it names none. */
+export function usageGroup(by: string | undefined): UsageGroup | null {
+  const g = by ?? 'key';
+  return g === 'key' || g === 'day' || g === 'endpoint' ? g : null;
+}

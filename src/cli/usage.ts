@@ -1,0 +1,42 @@
+import type { Command } from 'commander';
+import { openMainDb } from '../app.js';
+import { usageGroup, usageWindow } from '../admin/usage.js';
+import { queryUsage, type UsageGroup, type UsageRow } from '../store/ledger.js';
+import { CliError, configFrom, type GlobalOpts } from './common.js';
+
+function table(rows: UsageRow[], by: UsageGroup): string {
+  const head = [by === 'key' ? 'key' : by, 'name', 'requests', 'cache_hits', 'credits', 'credits_saved'];
+  const total = rows.reduce(
+    (a, r) => ({ ...a, requests: a.requests + r.requests, cache_hits: a.cache_hits + r.cache_hits, credits: a.credits + r.credits, credits_saved: a.credits_saved + r.credits_saved }),
+    { id: 'total', name: '', requests: 0, cache_hits: 0, credits: 0, credits_saved: 0 },
+  );
+  const lines = [...rows, total].map((r) => [r.id, by === 'key' ? r.name : '', r.requests, r.cache_hits, r.credits, r.credits_saved].map(String));
+  const cells = [head, ...lines];
+  const widths = head.map((_, i) => Math.max(...cells.map((c) => c[i]!.length)));
+  return cells.map((c) => c.map((x, i) => (i < 2 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join('  ')).join('\n');
+}
+
+export function registerUsage(program: Command): void {
+  program
+    .command('usage')
+    .description('requests, cache hits and credits from the ledger (default: this UTC month, per key)')
+    .option('--from <iso>', 'start (inclusive), ISO 8601 date or time; default: start of this UTC month')
+    .option('--to <iso>', 'end (exclusive; a date-only value includes that day); default: now')
+    .option('--by <group>', 'key, day or endpoint', 'key')
+    .option('--json', 'print an array of {id, name, requests, cache_hits, credits, credits_saved}')
+    .action(function (this: Command, o: { from?: string; to?: string; by?: string; json?: boolean }) {
+      const by = usageGroup(o.by);
+      if (!by) throw new CliError(`--by: expected key, day or endpoint, got '${o.by}'`);
+      const w = usageWindow(o.from, o.to, Date.now());
+      if (typeof w === 'string') throw new CliError(`--${w}`);
+      const db = openMainDb(configFrom(this.optsWithGlobals<GlobalOpts>()));
+      try {
+        const rows = queryUsage(db, w.from, w.to, by);
+        if (o.json) return console.log(JSON.stringify(rows, null, 2));
+        console.log(`Usage ${new Date(w.from).toISOString()} … ${new Date(w.to).toISOString()}`);
+        console.log(rows.length === 0 ? 'No requests in this window.' : table(rows, by));
+      } finally {
+        db.close();
+      }
+    });
+}

@@ -1,0 +1,104 @@
+import { failure, type Failure } from '../api/errors.js';
+import { PROVIDER_SCOPE, type BudgetStore } from '../store/budgets.js';
+import type { ApiKey } from '../store/keys.js';
+import type { LedgerRow, LedgerStore } from '../store/ledger.js';
+import { budgetState, creditHeaders, parseBudgets, refusingBudget, type Budget, type BudgetState } from './credits.js';
+
+export interface AccountingOptions {
+  /** Estimated cost of one provider call per endpoint name (and `passthrough`). */
+  readonly estimates: Readonly<Record<string, number>>;
+  /** Provider-wide budgets (upstream.budget); empty = unlimited. */
+  readonly providerBudgets: readonly Budget[];
+  readonly onInvalidBudget?: (keyId: string, err: Error) => void;
+}
+
+/**
+ * Credits for one request (DESIGN §2 steps 8 and 10): reserve the estimate against the
+ * key's and the provider's budgets before the provider call, settle to what the provider
+ * reported after it, in the same transaction as the ledger row.
+ */
+export class Accounting {
+  private readonly parsed = new Map<string, readonly Budget[]>();
+
+  constructor(
+    private readonly budgets: BudgetStore,
+    private readonly ledger: LedgerStore,
+    private readonly opts: AccountingOptions,
+  ) {}
+
+  estimate(endpoint: string): number {
+    return this.opts.estimates[endpoint] ?? 0;
+  }
+
+  /**
+   * Reserve `endpoint`'s estimate for `requestId`, or the 429 that refuses it. Synchronous
+   * check-and-reserve: with one event loop, 64 concurrent requests see each other's
+   * reservations, so a budget is never oversubscribed by estimates.
+   */
+  reserve(requestId: string, key: ApiKey, endpoint: string, now: number): Failure | null {
+    const estimate = this.estimate(endpoint);
+    const own = refusingBudget(this.states(key.id, this.budgetsOf(key), now), estimate);
+    if (own) {
+      const msg = `The credit budget of this API key is exhausted (${own.budget.limit} per ${own.budget.period}, resets in ${own.reset} s); cached answers are still served.`;
+      return failure('CREDIT_LIMIT_EXCEEDED', msg, { 'retry-after': String(own.reset) });
+    }
+    const shared = refusingBudget(this.states(PROVIDER_SCOPE, this.opts.providerBudgets, now), estimate);
+    if (shared) {
+      const msg = `The shared provider credit budget is exhausted for this ${shared.budget.period} (resets in ${shared.reset} s); cached answers are still served.`;
+      return failure('PROVIDER_BUDGET_EXHAUSTED', msg, { 'retry-after': String(shared.reset) });
+    }
+    this.budgets.reserve(requestId, [key.id, PROVIDER_SCOPE], estimate);
+    return null;
+  }
+
+  /** Write the ledger row (with its charge, once per request id) and drop the reservation. */
+  settle(row: LedgerRow): void {
+    try {
+      this.ledger.record(row);
+    } finally {
+      this.budgets.release(row.requestId);
+    }
+  }
+
+  /** For answers that never reach settle (an infrastructure failure). */
+  release(requestId: string): void {
+    this.budgets.release(requestId);
+  }
+
+  /** X-Credits-* for a key with a budget; none for a key without one. */
+  headers(key: ApiKey, now: number): Record<string, string> {
+    return creditHeaders(this.states(key.id, this.budgetsOf(key), now));
+  }
+
+  /** The key's budgets with usage, for the admin API. */
+  keyStates(key: ApiKey, now: number): BudgetState[] {
+    return this.states(key.id, this.budgetsOf(key), now);
+  }
+
+  providerStates(now: number): BudgetState[] {
+    return this.states(PROVIDER_SCOPE, this.opts.providerBudgets, now);
+  }
+
+  private states(scope: string, budgets: readonly Budget[], now: number): BudgetState[] {
+    const reserved = this.budgets.reserved(scope);
+    return budgets.map((b) => budgetState(b, this.budgets.used(scope, b.period, now), reserved, now));
+  }
+
+  private budgetsOf(key: ApiKey): readonly Budget[] {
+    if (!key.credits) return [];
+    let b = this.parsed.get(key.credits);
+    if (!b) {
+      try {
+        b = parseBudgets(key.credits);
+      } catch (err) {
+        // Only a hand-edited database gets here. Fail closed: a budget that cannot be read
+        // must not turn into "unlimited spending".
+        this.opts.onInvalidBudget?.(key.id, err as Error);
+        b = [{ limit: 0, period: 'month' }];
+      }
+      if (this.parsed.size > 10_000) this.parsed.clear();
+      this.parsed.set(key.credits, b);
+    }
+    return b;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Credit budgets as pure functions of usage, reservations and `now` (DESIGN §6, §9).
+ *
+ * Budgets run over UTC calendar periods: `day`, `week` (ISO, from Monday 00:00 UTC) and
+ * `month`. A provider call first reserves the endpoint's estimated cost; it is admitted only
+ * if settled usage + every in-flight reservation + this estimate fit in every budget. So a
+ * budget is overshot only by what in-flight calls cost beyond their estimates.
+ */
+
+export type Period = 'day' | 'week' | 'month';
+export const PERIODS: readonly Period[] = ['day', 'week', 'month'];
+
+export interface Budget {
+  readonly limit: number;
+  readonly period: Period;
+}
+
+export class InvalidBudget extends Error {
+  override name = 'InvalidBudget';
+}
+
+/** `1000/month` or `50/day,1000/month`; a limit of 0 makes a cache-only key. */
+export function parseBudgets(text: string): Budget[] {
+  const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
+  if (parts.length === 0) throw new InvalidBudget('expected <credits>/<period>, e.g. 1000/month');
+  const out: Budget[] = [];
+  for (const part of parts) {
+    const m = /^([0-9]{1,15})\s*\/\s*([a-z]+)$/i.exec(part);
+    const period = m?.[2]!.toLowerCase().replace(/s$/, '');
+    if (!m || !PERIODS.includes(period as Period)) throw new InvalidBudget(`'${part}' is not <credits>/<period> (period: day, week or month)`);
+    if (out.some((b) => b.period === period)) throw new InvalidBudget(`'${part}': two budgets for the same period`);
+    out.push({ limit: Number(m[1]), period: period as Period });
+  }
+  return out.sort((a, b) => PERIODS.indexOf(a.period) - PERIODS.indexOf(b.period));
+}
+
+export function formatBudgets(budgets: readonly Budget[]): string {
+  return budgets.map((b) => `${b.limit}/${b.period}`).join(',');
+}
+
+const DAY = 86_400_000;
+
+/** Start of the UTC period containing `now`. */
+export function periodStart(period: Period, now: number): number {
+  const dayStart = Math.floor(now / DAY) * DAY;
+  if (period === 'day') return dayStart;
+  if (period === 'week') {
+    const dow = (new Date(dayStart).getUTCDay() + 6) % 7; // Monday = 0
+    return dayStart - dow * DAY;
+  }
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+/** Start of the next UTC period: when the budget's usage starts again from 0. */
+export function periodEnd(period: Period, now: number): number {
+  const start = periodStart(period, now);
+  if (period === 'day') return start + DAY;
+  if (period === 'week') return start + 7 * DAY;
+  const d = new Date(start);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+/** One budget as seen by one request: settled usage this period and credits in flight. */
+export interface BudgetState {
+  readonly budget: Budget;
+  readonly used: number;
+  readonly reserved: number;
+  /** Whole seconds until the period ends. */
+  readonly reset: number;
+}
+
+export function budgetState(budget: Budget, used: number, reserved: number, now: number): BudgetState {
+  return { budget, used, reserved, reset: Math.max(1, Math.ceil((periodEnd(budget.period, now) - now) / 1000)) };
+}
+
+export function remaining(s: BudgetState): number {
+  return Math.max(0, s.budget.limit - s.used - s.reserved);
+}
+
+/**
+ * The budget that refuses a reservation of `estimate`, or null to admit. Every provider
+ * call needs at least one credit of headroom, so an estimate of 0 (pass-through) is still
+ * refused once a budget is used up.
+ */
+export function refusingBudget(states: readonly BudgetState[], estimate: number): BudgetState | null {
+  const need = Math.max(1, estimate);
+  let refusing: BudgetState | null = null;
+  for (const s of states) {
+    if (s.used + s.reserved + need > s.budget.limit && (!refusing || s.reset > refusing.reset)) refusing = s;
+  }
+  return refusing;
+}
+
+/** X-Credits-* of the most constraining budget (fewest remaining; on a tie the longest reset). */
+export function creditHeaders(states: readonly BudgetState[]): Record<string, string> {
+  if (states.length === 0) return {};
+  let m = states[0]!;
+  for (const s of states.slice(1)) {
+    if (remaining(s) < remaining(m) || (remaining(s) === remaining(m) && s.reset > m.reset)) m = s;
+  }
+  return { 'x-credits-used': String(m.used), 'x-credits-remaining': String(remaining(m)), 'x-credits-reset': String(m.reset) };
+}

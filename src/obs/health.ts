@@ -1,0 +1,55 @@
+import type { DB } from '../store/db.js';
+import type { BreakerState } from '../upstream/types.js';
+
+/** Written by every readiness probe: "TLGT", which also marks the files as Tollgate's. */
+const APPLICATION_ID = 0x544c4754;
+/** A probe waits at most this long for a writer (e.g. the CLI) to release the database. */
+const PROBE_BUSY_MS = 100;
+
+export type DbCheck = 'ok' | 'busy' | 'closed' | `error: ${string}`;
+
+/**
+ * Is this database open and writable right now? One tiny committed write (the header's
+ * application_id), O(1) whatever the size of the file: it fails on a read-only file,
+ * a read-only mount or a full disk, which a read or a rolled-back BEGIN would not notice.
+ * A lock held by another writer is "busy", not a failure: the file is fine, just shared.
+ */
+export function probeWritable(db: DB): DbCheck {
+  if (!db.open) return 'closed';
+  if (db.inTransaction) return 'ok'; // cannot happen between requests; never commit someone else's work
+  const busyTimeout = db.pragma('busy_timeout', { simple: true }) as number;
+  try {
+    db.pragma(`busy_timeout = ${PROBE_BUSY_MS}`);
+    db.pragma(`application_id = ${APPLICATION_ID}`);
+    return 'ok';
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? 'UNKNOWN';
+    return code === 'SQLITE_BUSY' ? 'busy' : `error: ${code}`;
+  } finally {
+    if (db.open) db.pragma(`busy_timeout = ${busyTimeout}`);
+  }
+}
+
+export interface Readiness {
+  readonly ok: boolean;
+  readonly checks: Record<string, string>;
+}
+
+/**
+ * Ready = the databases can be written and the process is not draining. The breaker state
+ * is reported but does not make the instance unready: an open breaker is the provider's
+ * problem, shared by every replica, and taking the gateway out of rotation for it would
+ * also stop cache hits and stale answers, which still work.
+ */
+export function readiness(input: { databases: Record<string, DB>; breaker: BreakerState; draining: boolean }): Readiness {
+  const checks: Record<string, string> = {};
+  let ok = !input.draining;
+  for (const [name, db] of Object.entries(input.databases)) {
+    const c = probeWritable(db);
+    checks[name] = c;
+    if (c !== 'ok' && c !== 'busy') ok = false;
+  }
+  checks.upstream_breaker = input.breaker;
+  checks.lifecycle = input.draining ? 'draining' : 'serving';
+  return { ok, checks };
+}

@@ -1,0 +1,254 @@
+import { readFileSync } from 'node:fs';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { endpointByPath } from '../api/endpoints.js';
+import type { BreakerState, UpstreamObserver } from '../upstream/types.js';
+
+/** What the collect-time gauges read. Every read must be O(1): a scrape never scans a table. */
+export interface MetricsSources {
+  readonly cache: { totalBytes(): number; entryCount(): number };
+  readonly upstream: { breakerState(): BreakerState; queueDepth(): number; inFlight(): number };
+  /** The provider-wide credit budgets of the current periods (none when unlimited). */
+  readonly budget?: () => ReadonlyArray<{ period: string; limit: number; spent: number }>;
+}
+
+export interface MetricsOptions {
+  /** Label credit and refusal series with the key's name (bounded by MAX_KEY_LABELS). */
+  readonly perKeyLabels: boolean;
+  /** Node process metrics (CPU, memory, event loop, GC). */
+  readonly defaultMetrics?: boolean;
+}
+
+/** One finished HTTP request, as the server's onResponse hook knows it. */
+export interface RequestObservation {
+  /** Already bounded: see endpointLabel(). */
+  readonly endpoint: string;
+  readonly status: number;
+  readonly seconds: number;
+  readonly cache?: string | undefined;
+  readonly collapsed?: boolean | undefined;
+  readonly keyName?: string | undefined;
+  readonly creditsUsed?: number | undefined;
+  readonly creditsSaved?: number | undefined;
+  readonly errorCode?: string | null | undefined;
+}
+
+/** Refusals counted by code: the limits stages answer them (DESIGN §6), we only count. */
+const REFUSAL_CODES: ReadonlySet<string> = new Set([
+  'RATE_LIMIT_EXCEEDED',
+  'AUTH_RATE_LIMITED',
+  'CREDIT_LIMIT_EXCEEDED',
+  'PROVIDER_BUDGET_EXHAUSTED',
+  'UPSTREAM_RATE_LIMITED',
+]);
+
+/** Beyond this many distinct key names, further keys share one series: a scrape must stay small. */
+export const MAX_KEY_LABELS = 500;
+export const OTHER_KEYS = '_other';
+
+const OPS_ROUTES = new Set(['healthz', 'readyz', 'metrics', 'admin', 'dashboard']);
+const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half_open', 'open'];
+
+/**
+ * The `endpoint` label of a request: a lookup's name, or a small fixed set for everything
+ * else. Raw paths never become labels — every scanner probing random URLs would add series.
+ */
+export function endpointLabel(endpointName: string | null | undefined, routePattern: string | undefined, is404: boolean): string {
+  if (endpointName && /^[a-z_]{1,32}$/.test(endpointName)) return endpointName;
+  if (is404 || !routePattern) return 'unmatched';
+  const first = routePattern.split('/')[1] ?? '';
+  if (OPS_ROUTES.has(first)) return first;
+  return first === 'v1' ? 'passthrough' : 'other';
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Prometheus metrics of one gateway instance, in its own Registry: never the global one, so
+ * that tests (and anything embedding Tollgate) can run several apps in one process.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly keyNames = new Set<string>();
+  private sources: MetricsSources | null = null;
+
+  private readonly requests;
+  private readonly duration;
+  private readonly upstreamRequests;
+  private readonly upstreamDuration;
+  private readonly creditsSpent;
+  private readonly creditsSaved;
+  private readonly coalesced;
+  private readonly refused;
+  private readonly clientErrors;
+
+  /** For UpstreamClient's deps: one observation per provider attempt, retries included. */
+  readonly upstreamObserver: UpstreamObserver = {
+    onAttempt: ({ path, status, ms }) => {
+      const endpoint = endpointByPath(path)?.name ?? 'passthrough';
+      this.upstreamRequests.inc({ endpoint, status: String(status) });
+      this.upstreamDuration.observe({ endpoint }, ms / 1000);
+    },
+  };
+
+  constructor(private readonly opts: MetricsOptions) {
+    const registers = [this.registry];
+    const keyLabel = opts.perKeyLabels ? (['key'] as const) : ([] as const);
+    if (opts.defaultMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry });
+      // Gauges named like counters (promtool flags them); each is the sum of a per-type series kept.
+      for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+        this.registry.removeSingleMetric(name);
+      }
+    }
+
+    new Gauge({ name: 'tollgate_build_info', help: 'Always 1; labels carry the Tollgate and Node.js versions.', labelNames: ['version', 'nodejs'], registers })
+      .set({ version: version(), nodejs: process.version }, 1);
+    this.requests = new Counter({
+      name: 'tollgate_http_requests_total',
+      help: 'HTTP requests answered, by endpoint, status code and cache status (hit|miss|refresh|stale|bypass|none).',
+      labelNames: ['endpoint', 'status', 'cache'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'tollgate_http_request_duration_seconds',
+      help: 'Time from request received to response sent, by endpoint and cache status.',
+      labelNames: ['endpoint', 'cache'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.upstreamRequests = new Counter({
+      name: 'tollgate_upstream_requests_total',
+      help: 'Provider HTTP attempts (retries count separately), by endpoint and provider status; status "error" is a timeout or connection failure.',
+      labelNames: ['endpoint', 'status'],
+      registers,
+    });
+    this.upstreamDuration = new Histogram({
+      name: 'tollgate_upstream_request_duration_seconds',
+      help: 'Duration of one provider HTTP attempt, by endpoint.',
+      labelNames: ['endpoint'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
+      registers,
+    });
+    this.creditsSpent = new Counter({
+      name: 'tollgate_credits_spent_total',
+      help: 'Provider credits spent on behalf of clients, by endpoint (and key name unless metrics.perKeyLabels is false).',
+      labelNames: ['endpoint', ...keyLabel],
+      registers,
+    });
+    this.creditsSaved = new Counter({
+      name: 'tollgate_credits_saved_total',
+      help: 'Provider credits not spent because the answer came from the cache or a coalesced call.',
+      labelNames: ['endpoint', ...keyLabel],
+      registers,
+    });
+    this.coalesced = new Counter({
+      name: 'tollgate_coalesced_requests_total',
+      help: 'Requests answered by joining an identical in-flight provider call.',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.refused = new Counter({
+      name: 'tollgate_refused_requests_total',
+      help: 'Requests refused by a rate or credit limit, by reason (the error code, lowercased).',
+      labelNames: ['endpoint', 'reason', ...keyLabel],
+      registers,
+    });
+    this.clientErrors = new Counter({
+      name: 'tollgate_http_client_errors_total',
+      help: 'Connections answered at the HTTP parser level (oversized headers, slow requests, malformed HTTP), by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.gauges(registers);
+  }
+
+  /** Connect the collect-time gauges to what they read (created after the metrics themselves). */
+  watch(sources: MetricsSources): void {
+    this.sources = sources;
+  }
+
+  observeRequest(o: RequestObservation): void {
+    const cache = o.cache ? o.cache.toLowerCase() : 'none';
+    this.requests.inc({ endpoint: o.endpoint, status: String(o.status), cache });
+    this.duration.observe({ endpoint: o.endpoint, cache }, o.seconds);
+    if (o.collapsed) this.coalesced.inc({ endpoint: o.endpoint });
+    const key = this.keyLabels(o.keyName);
+    if (o.creditsUsed) this.creditsSpent.inc({ endpoint: o.endpoint, ...key }, o.creditsUsed);
+    if (o.creditsSaved) this.creditsSaved.inc({ endpoint: o.endpoint, ...key }, o.creditsSaved);
+    if (o.errorCode && REFUSAL_CODES.has(o.errorCode)) {
+      this.refused.inc({ endpoint: o.endpoint, reason: o.errorCode.toLowerCase(), ...key });
+    }
+  }
+
+  observeClientError(code: string): void {
+    this.clientErrors.inc({ reason: code.toLowerCase() });
+  }
+
+  /** The exposition text and its content type, for GET /metrics. */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private keyLabels(name: string | undefined): Record<string, string> {
+    if (!this.opts.perKeyLabels) return {};
+    if (!name) return { key: '' };
+    const label = name.slice(0, 64);
+    if (this.keyNames.has(label)) return { key: label };
+    if (this.keyNames.size >= MAX_KEY_LABELS) return { key: OTHER_KEYS };
+    this.keyNames.add(label);
+    return { key: label };
+  }
+
+  private gauges(registers: Registry[]): void {
+    const src = () => this.sources;
+    // Read at scrape time (prom-client calls collect() on the gauge); null or undefined leaves
+    // the gauge without a sample.
+    const gauge = (name: string, help: string, read: (s: MetricsSources) => number | null | undefined) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const s = src();
+          const v = s ? read(s) : null;
+          if (v === null || v === undefined) this.remove();
+          else this.set(v);
+        },
+      });
+    gauge('tollgate_cache_entries', 'Entries in the response cache (cache.db).', (s) => s.cache.entryCount());
+    gauge('tollgate_cache_size_bytes', 'Accounted size of the response cache, the figure cache.maxBytes bounds.', (s) => s.cache.totalBytes());
+    gauge('tollgate_upstream_queue_depth', 'Provider calls waiting for a concurrency or rate slot.', (s) => s.upstream.queueDepth());
+    gauge('tollgate_upstream_in_flight', 'Provider calls in progress.', (s) => s.upstream.inFlight());
+    // One series per budget period; none without a budget (a 0 budget would read as "all spent").
+    const budget = (name: string, help: string, read: (b: { limit: number; spent: number }) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['period'],
+        registers,
+        collect() {
+          this.reset();
+          for (const b of src()?.budget?.() ?? []) this.set({ period: b.period }, read(b));
+        },
+      });
+    budget('tollgate_provider_budget_credits', 'The provider-wide credit budget of the current period (upstream.budget), by period.', (b) => b.limit);
+    budget('tollgate_provider_budget_spent_credits', 'Credits spent against the provider-wide budget in the current period, by period.', (b) => b.spent);
+    new Gauge({
+      name: 'tollgate_upstream_breaker_state',
+      help: 'Provider circuit breaker: 1 for the current state (closed, half_open, open), 0 for the others.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const current = src()?.upstream.breakerState();
+        if (current) for (const state of BREAKER_STATES) this.set({ state }, state === current ? 1 : 0);
+      },
+    });
+  }
+}

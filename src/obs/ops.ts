@@ -1,0 +1,90 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { failure, type Failure } from '../api/errors.js';
+import { errorAnswer } from '../gateway/render.js';
+import type { Readiness } from './health.js';
+import { endpointLabel, type Metrics } from './metrics.js';
+
+/** What the operations routes and hooks need from the app. */
+export interface OpsDeps {
+  readonly metrics: Metrics;
+  readonly readiness: () => Readiness;
+  /** True once shutdown has begun: new work is refused, in-flight work finishes. */
+  readonly draining: () => boolean;
+  /** Bearer token required by GET /metrics; null leaves it open (the default). */
+  readonly metricsToken: string | null;
+}
+
+/** Routes that keep answering while draining: probes and scrapes must see the drain, not a refusal. */
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * /healthz, /readyz and /metrics, the drain refusal and the per-request metrics hook.
+ * All three routes are unauthenticated by default and cheap: no key lookup, no provider
+ * call, O(1) database work.
+ */
+export function installOps(app: FastifyInstance, ops: OpsDeps): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (!ops.draining() || OPS_PATHS.has(request.routeOptions.url ?? '')) return;
+    // A request on a connection opened before the drain: refuse it and close the connection.
+    reply.header('connection', 'close');
+    return sendFailure(reply, failure('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry on another instance.'));
+  });
+
+  app.addHook('onSend', async (_request, reply, payload) => {
+    // In-flight answers finishing during the drain close their connection, so that an idle
+    // keep-alive socket cannot hold the shutdown open until keepAliveTimeout.
+    if (ops.draining()) reply.header('connection', 'close');
+    return payload;
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const t = request.trace;
+    ops.metrics.observeRequest({
+      endpoint: endpointLabel(request.endpointName, request.routeOptions.url, request.is404),
+      status: reply.statusCode,
+      seconds: reply.elapsedTime / 1000,
+      cache: t?.cache,
+      collapsed: t?.collapsed,
+      keyName: t?.keyName,
+      creditsUsed: t?.creditsUsed,
+      creditsSaved: t?.creditsSaved,
+      errorCode: request.errorCode,
+    });
+  });
+
+  app.get('/healthz', async (_request, reply) => reply.header('cache-control', 'no-store').send({ status: 'ok' }));
+
+  app.get('/readyz', async (_request, reply) => {
+    const r = ops.readiness();
+    return reply
+      .code(r.ok ? 200 : 503)
+      .header('cache-control', 'no-store')
+      .send({ status: r.ok ? 'ready' : 'not_ready', checks: r.checks });
+  });
+
+  const expected = ops.metricsToken === null ? null : digest(ops.metricsToken);
+  app.get('/metrics', async (request, reply) => {
+    if (expected && !bearerMatches(request.headers.authorization, expected)) {
+      return sendFailure(reply, failure('METRICS_UNAUTHORIZED'), { 'www-authenticate': 'Bearer realm="tollgate-metrics"' });
+    }
+    const { contentType, body } = await ops.metrics.scrape();
+    return reply.header('cache-control', 'no-store').type(contentType).send(body);
+  });
+}
+
+function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
+  const a = errorAnswer(f, reply.request.id, extra);
+  reply.request.errorCode = f.code;
+  return reply.code(a.status).headers(a.headers).header('x-request-id', reply.request.id).type('application/json; charset=utf-8').send(a.body);
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** Constant-time comparison of hashes: the token's length and content never leak through timing. */
+function bearerMatches(header: string | undefined, expected: Buffer): boolean {
+  const m = /^bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return m !== null && timingSafeEqual(digest(m[1]!), expected);
+}

@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/clock.js';
+import { startStack, type Reply, type Stack } from '../helpers/stack.js';
+
+const clock = new FakeClock(Date.UTC(2026, 0, 5, 10, 0, 0));
+let s: Stack;
+beforeAll(async () => {
+  s = await startStack({ clock, config: { limits: { failedAuth: '5/minute' } } });
+});
+afterAll(async () => s.close());
+
+const RATE_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit'];
+const num = (r: Reply, h: string) => Number(r.headers[h]);
+/** Move to the start of the next UTC minute, so a test's minute windows start fresh. */
+const nextMinute = () => clock.set(Math.floor(clock.now() / 60_000) * 60_000 + 60_000);
+
+describe('per-key rate limits', () => {
+  it('every answer after authentication carries the most constraining policy, errors included', async () => {
+    nextMinute();
+    const k = s.newKey({ rate: '10/minute,7/day', endpoints: ['company', 'profile'] });
+    const answers = [
+      await s.get('/v1/company?org_id=1', { key: k.secret }), // 200
+      await s.get('/v1/company?org_id=0', { key: k.secret }), // 400
+      await s.get('/v1/company/posts?org_id=1', { key: k.secret }), // 403
+      await s.get('/v1/profile?' + 'url=' + encodeURIComponent('https://www.linkedin.com/in/missing-x'), { key: k.secret }), // provider 404
+    ];
+    s.sim.inject({ fault: { kind: 'status', status: 500 }, times: 1 });
+    answers.push(await s.get('/v1/company?org_id=2', { key: k.secret })); // 502
+    expect(answers.map((a) => a.status)).toEqual([200, 400, 403, 404, 502]);
+    answers.forEach((a, i) => {
+      for (const h of RATE_HEADERS) expect(a.headers[h], `${h} on answer ${i}`).toBeDefined();
+      expect(a.headers['x-ratelimit-limit']).toBe('7');
+    });
+    // Every authenticated request counted: hits, refusals and provider errors alike.
+    expect(answers.map((a) => num(a, 'x-ratelimit-remaining'))).toEqual([6, 5, 4, 3, 2]);
+    expect(answers[4]!.headers['ratelimit-policy']).toBe('"minute";q=10;w=60, "day";q=7;w=86400');
+    expect(answers[4]!.headers.ratelimit).toBe(`"day";r=2;t=${(Date.UTC(2026, 0, 6) - clock.now()) / 1000}`);
+  });
+
+  it('429 RATE_LIMIT_EXCEEDED with Retry-After; a client that waits Reset seconds is served', async () => {
+    nextMinute();
+    clock.advance(15_500);
+    const k = s.newKey({ rate: '3/minute' });
+    const seen = [];
+    for (let i = 0; i < 3; i++) seen.push(await s.get('/v1/company?org_id=7', { key: k.secret }));
+    expect(seen.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(seen.map((r) => num(r, 'x-ratelimit-remaining'))).toEqual([2, 1, 0]);
+    const reset = num(seen[2]!, 'x-ratelimit-reset');
+    expect(reset).toBe(45); // 44.5 s left in the minute, rounded up
+
+    const refused = await s.get('/v1/company?org_id=7', { key: k.secret });
+    expect(refused.status).toBe(429);
+    expect(refused.json.error.code).toBe('RATE_LIMIT_EXCEEDED');
+    expect(refused.json.error.request_id).toBe(refused.headers['x-request-id']);
+    expect(refused.headers['retry-after']).toBe(String(reset));
+    expect(num(refused, 'x-ratelimit-remaining')).toBe(0);
+
+    clock.advance((reset - 1) * 1000);
+    expect((await s.get('/v1/company?org_id=7', { key: k.secret })).status).toBe(429);
+    clock.advance(1000);
+    const served = await s.get('/v1/company?org_id=7', { key: k.secret });
+    expect(served.status).toBe(200);
+    expect(num(served, 'x-ratelimit-remaining')).toBe(2);
+  });
+
+  it('cache hits count like any request', async () => {
+    nextMinute();
+    const k = s.newKey({ rate: '2/minute' });
+    await s.get('/v1/company?org_id=8', { key: k.secret });
+    const hit = await s.get('/v1/company?org_id=8', { key: k.secret });
+    expect(hit.headers['x-cache-status']).toBe('HIT');
+    expect(num(hit, 'x-ratelimit-remaining')).toBe(0);
+    expect((await s.get('/v1/company?org_id=8', { key: k.secret })).status).toBe(429);
+  });
+
+  it('a key without policies is unlimited and still gets truthful advisory headers', async () => {
+    const r = await s.get('/v1/company?org_id=9');
+    expect(r.status).toBe(200);
+    expect(r.headers['x-ratelimit-limit']).toBe('1000000');
+    expect(num(r, 'x-ratelimit-remaining')).toBeGreaterThan(999_000);
+  });
+
+  it('a changed policy applies on the next request', async () => {
+    nextMinute();
+    const k = s.newKey();
+    expect((await s.get('/v1/company?org_id=9', { key: k.secret })).status).toBe(200);
+    s.app.keys.update(k.id, { rate: '1/minute' });
+    const r = await s.get('/v1/company?org_id=9', { key: k.secret });
+    expect(r.status).toBe(429);
+    expect(r.headers['x-ratelimit-limit']).toBe('1');
+  });
+
+  it('day windows survive a restart; the refusal lasts until the UTC day ends', async () => {
+    nextMinute();
+    const k = s.newKey({ rate: '100/minute,3/day' });
+    for (let i = 0; i < 2; i++) expect((await s.get('/v1/company?org_id=11', { key: k.secret })).status).toBe(200);
+    await s.restart();
+    const third = await s.get('/v1/company?org_id=11', { key: k.secret });
+    expect(third.status).toBe(200);
+    expect(num(third, 'x-ratelimit-remaining')).toBe(0);
+    await s.restart();
+    const refused = await s.get('/v1/company?org_id=11', { key: k.secret });
+    expect(refused.status).toBe(429);
+    const midnight = Date.UTC(2026, 0, 6);
+    expect(num(refused, 'retry-after')).toBe(Math.ceil((midnight - clock.now()) / 1000));
+    clock.set(midnight);
+    expect((await s.get('/v1/company?org_id=11', { key: k.secret })).status).toBe(200);
+  });
+});
+
+describe('failed authentication per client IP', () => {
+  it('401s carry the per-IP limiter; past it even a valid key gets 429 AUTH_RATE_LIMITED until Reset', async () => {
+    nextMinute();
+    const bad = 'tg_' + 'B'.repeat(40);
+    const fails: Reply[] = [];
+    for (let i = 0; i < 5; i++) fails.push(await s.get('/v1/company?org_id=1', { key: i % 2 ? bad : null }));
+    expect(fails.map((r) => r.status)).toEqual([401, 401, 401, 401, 401]);
+    expect(fails.map((r) => num(r, 'x-ratelimit-remaining'))).toEqual([4, 3, 2, 1, 0]);
+    for (const r of fails) {
+      expect(r.headers['x-ratelimit-limit']).toBe('5');
+      for (const h of RATE_HEADERS) expect(r.headers[h]).toBeDefined();
+    }
+    const calls = s.sim.callCount();
+    const blocked = await s.get('/v1/company?org_id=1');
+    expect(blocked.status).toBe(429);
+    expect(blocked.json.error.code).toBe('AUTH_RATE_LIMITED');
+    const reset = num(fails[4]!, 'x-ratelimit-reset');
+    expect(blocked.headers['retry-after']).toBe(String(reset));
+    // Requests that never reach authentication carry the same limiter's fields.
+    const notFound = await s.get('/v1/nope', { key: null });
+    expect(notFound.status).toBe(404);
+    expect(notFound.headers['x-ratelimit-remaining']).toBe('0');
+    expect(s.sim.callCount()).toBe(calls);
+
+    clock.advance(reset * 1000);
+    expect((await s.get('/v1/company?org_id=1')).status).toBe(200);
+  });
+});

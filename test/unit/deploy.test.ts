@@ -1,0 +1,104 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { Metrics } from '../../src/obs/metrics.js';
+import { promtool } from '../helpers/promtool.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+const RULES_DIR = join(ROOT, 'deploy/prometheus');
+const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
+
+describe('Prometheus rules (deploy/prometheus)', () => {
+  it('promtool check rules accepts alerts.yml', () => {
+    const r = promtool(['check', 'rules', 'alerts.yml'], { cwd: RULES_DIR });
+    expect(r.output).toContain('SUCCESS');
+    expect(r.code).toBe(0);
+  });
+
+  it('promtool test rules: the alert unit tests pass', () => {
+    const r = promtool(['test', 'rules', 'alerts.test.yml'], { cwd: RULES_DIR });
+    expect(r.output).toContain('SUCCESS');
+    expect(r.code).toBe(0);
+  });
+
+  it('covers the operational alerts, each with a severity and a summary', () => {
+    const doc = parse(read('deploy/prometheus/alerts.yml')) as { groups: Array<{ rules: Array<Record<string, any>> }> };
+    const alerts = doc.groups.flatMap((g) => g.rules).filter((r) => r.alert);
+    for (const name of ['TollgateProviderErrorRateHigh', 'TollgateProviderBreakerOpen', 'TollgateProviderBudgetNearlySpent', 'TollgateCacheHitRatioDropped']) {
+      expect(alerts.map((a) => a.alert)).toContain(name);
+    }
+    for (const a of alerts) {
+      expect(a.labels?.severity, a.alert).toMatch(/^(critical|warning|info)$/);
+      expect(a.annotations?.summary, a.alert).toBeTruthy();
+    }
+  });
+});
+
+describe('Grafana dashboard (deploy/grafana/tollgate.json)', () => {
+  const dashboard = JSON.parse(read('deploy/grafana/tollgate.json')) as { uid: string; panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+  const exprs = dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr));
+
+  it('every panel query is valid PromQL (checked by promtool as recording rules)', () => {
+    expect(dashboard.uid).toBe('tollgate');
+    expect(exprs.length).toBeGreaterThan(10);
+    const rules = exprs.map((e, i) => ({
+      record: `dashboard:panel_${i}`,
+      expr: e.replaceAll('$__rate_interval', '5m').replaceAll('$job', '.*').replaceAll('$instance', '.*'),
+    }));
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-dash-'));
+    try {
+      writeFileSync(join(dir, 'dashboard-rules.yml'), stringify({ groups: [{ name: 'dashboard', rules }] }));
+      const r = promtool(['check', 'rules', 'dashboard-rules.yml'], { cwd: dir });
+      expect(r.output).toContain('SUCCESS');
+      expect(r.code).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('alerts and dashboard only use metrics Tollgate exposes', async () => {
+    const m = new Metrics({ perKeyLabels: true });
+    const exposed = new Set([...(await m.scrape()).body.matchAll(/^# TYPE (\S+) (\w+)$/gm)].map((x) => x[1]!));
+    const used = new Set(
+      [...exprs, read('deploy/prometheus/alerts.yml')]
+        .flatMap((t) => [...t.matchAll(/\b((?:tollgate|nodejs|process)_[a-z0-9_]+)/g)].map((x) => x[1]!))
+        .map((n) => n.replace(/_(bucket|count|sum)$/, '')),
+    );
+    expect(used.size).toBeGreaterThan(8);
+    for (const name of used) expect(exposed, name).toContain(name);
+  });
+});
+
+describe('Dockerfile', () => {
+  const text = read('Dockerfile');
+  const lines = text.split('\n').filter((l) => !l.trim().startsWith('#'));
+  const instr = (name: string) => lines.filter((l) => l.startsWith(`${name} `));
+
+  it('is multi-stage on one Node LTS slim base, building the native module in the build stage', () => {
+    expect(text).toMatch(/^ARG NODE_IMAGE=node:(2[02468])-[a-z]+-slim$/m);
+    expect(instr('FROM')).toEqual(['FROM ${NODE_IMAGE} AS build', 'FROM ${NODE_IMAGE}']);
+    const build = text.slice(text.indexOf('AS build'), text.lastIndexOf('FROM '));
+    expect(build).toMatch(/python3 make g\+\+/);
+    expect(build).toMatch(/npm ci /);
+    expect(build).toMatch(/npm rebuild better-sqlite3/);
+    expect(build).toMatch(/npm prune --omit=dev/);
+  });
+
+  it('runs as a non-root user with a /data volume, a health check and `serve` by default', () => {
+    const runtime = text.slice(text.lastIndexOf('FROM '));
+    expect(runtime).toMatch(/^USER node$/m);
+    expect(runtime).toMatch(/^VOLUME \/data$/m);
+    expect(runtime).toMatch(/TOLLGATE_DATA_DIR=\/data/);
+    expect(runtime).toMatch(/^EXPOSE 8080$/m);
+    expect(runtime).toMatch(/^HEALTHCHECK .*\n\s+CMD \[.*\/healthz/m);
+    expect(runtime).toMatch(/^ENTRYPOINT \["node", "dist\/cli\.js"\]$/m);
+    expect(runtime).toMatch(/^CMD \["serve"\]$/m);
+  });
+
+  it('.dockerignore keeps local state and secrets out of the build context', () => {
+    const ignored = read('.dockerignore').split('\n');
+    for (const p of ['node_modules', 'data', '*.db', '.env', '.git']) expect(ignored).toContain(p);
+  });
+});
