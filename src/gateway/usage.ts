@@ -1,3 +1,4 @@
+import { FlushTimer } from '../store/flush-timer.js';
 import type { KeyStore } from '../store/keys.js';
 
 /**
@@ -6,24 +7,22 @@ import type { KeyStore } from '../store/keys.js';
  */
 export class UsageTracker {
   private pending = new Map<string, number>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly timer: FlushTimer;
 
   constructor(
     private readonly keys: KeyStore,
-    private readonly flushEveryMs = 5_000,
-  ) {}
+    flushEveryMs = 5_000,
+  ) {
+    this.timer = new FlushTimer(flushEveryMs, () => this.flush());
+  }
 
   touch(keyId: string, at: number): void {
     this.pending.set(keyId, at);
-    if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), this.flushEveryMs);
-      this.timer.unref();
-    }
+    this.timer.schedule();
   }
 
   flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.timer.cancel();
     const batch = this.pending;
     this.pending = new Map();
     for (const [id, at] of batch) this.keys.touch(id, at);

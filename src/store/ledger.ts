@@ -1,4 +1,5 @@
 import type { DB } from './db.js';
+import { FlushTimer } from './flush-timer.js';
 import { PROVIDER_SCOPE, type BudgetStore } from './budgets.js';
 
 /** One answered request of an authenticated key (DESIGN §6). */
@@ -49,14 +50,15 @@ const GROUP_SQL: Record<UsageGroup, { id: string; name: string }> = {
 export class LedgerStore {
   private readonly insertStmt;
   private pending: LedgerRow[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  private readonly timer: FlushTimer;
 
   constructor(
     private readonly db: DB,
     private readonly budgets: BudgetStore,
-    private readonly flushEveryMs = 1_000,
+    flushEveryMs = 1_000,
     private readonly batchMax = 500,
   ) {
+    this.timer = new FlushTimer(flushEveryMs, () => this.flush());
     // OR IGNORE on the request id: a request is charged once, whatever retries a bug might make.
     this.insertStmt = db.prepare(`INSERT OR IGNORE INTO ledger
       (request_id, ts, key_id, endpoint, identity, cache, status, code, credits, credits_saved, upstream_ms, total_ms, upstream_request_id)
@@ -67,10 +69,7 @@ export class LedgerStore {
     if (row.credits <= 0) {
       this.pending.push(row);
       if (this.pending.length >= this.batchMax) this.flush();
-      else if (!this.timer) {
-        this.timer = setTimeout(() => this.flush(), this.flushEveryMs);
-        this.timer.unref();
-      }
+      else this.timer.schedule();
       return;
     }
     const scopes = [row.keyId, PROVIDER_SCOPE];
@@ -83,8 +82,7 @@ export class LedgerStore {
   }
 
   flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.timer.cancel();
     if (this.pending.length === 0) return;
     const rows = this.pending;
     this.pending = [];

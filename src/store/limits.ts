@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { DB } from './db.js';
+import { FlushTimer } from './flush-timer.js';
 import { windowStart, type PolicyCount, type RatePolicy } from '../gateway/ratelimit.js';
 
 /** Windows at least this long are written to tollgate.db and survive a restart. */
@@ -22,14 +23,15 @@ export class LimitStore {
   private readonly dirty = new Set<string>();
   private readonly loadStmt;
   private readonly saveStmt;
-  private timer: NodeJS.Timeout | null = null;
+  private readonly timer: FlushTimer;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     private readonly db: DB,
     private readonly clock: Clock,
-    private readonly flushEveryMs = 1_000,
+    flushEveryMs = 1_000,
   ) {
+    this.timer = new FlushTimer(flushEveryMs, () => this.flush());
     // Ended windows (every IP that ever failed auth, every key seen) are forgotten once a minute.
     this.sweeper = setInterval(() => this.sweep(this.clock.now()), 60_000);
     this.sweeper.unref();
@@ -72,16 +74,12 @@ export class LimitStore {
 
   private markDirty(k: string): void {
     this.dirty.add(k);
-    if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), this.flushEveryMs);
-      this.timer.unref();
-    }
+    this.timer.schedule();
   }
 
   /** Write dirty durable windows. */
   flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.timer.cancel();
     if (this.dirty.size > 0) {
       const keys = [...this.dirty];
       this.dirty.clear();
