@@ -1,0 +1,63 @@
+/**
+ * A/B of the hit path between two Tollgate builds, to check an optimization:
+ *   npx tsx bench/compare.ts <dir A> <dir B>     (each a checkout with a built dist/)
+ * Both gateways run side by side on one simulator and are loaded in alternation, so that
+ * whatever else runs on the machine weighs on both alike. Not part of `npm run bench`.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fillThroughGateway, HIT_ENTITIES, randomPaths } from './hit.js';
+import { runLoad, SETTINGS, warmUp } from './lib/load.js';
+import { startGateway, startSimulator, type Gateway } from './lib/procs.js';
+import { median } from './lib/stats.js';
+import { SIM_KEY } from './lib/stack.js';
+
+const ROUNDS = 5;
+const DURATION_S = 6;
+
+const targets = process.argv.slice(2).map((d) => resolve(d));
+if (targets.length !== 2) {
+  console.error('usage: tsx bench/compare.ts <dir A> <dir B>');
+  process.exit(2);
+}
+const sim = await startSimulator(SIM_KEY);
+const sides: Array<{ target: string; dir: string; gw: Gateway; auth: Record<string, string>; rps: number[]; cpu: number[] }> = [];
+try {
+  for (const target of targets) {
+    const cli = join(target, 'dist', 'cli.js');
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-compare-'));
+    const out = execFileSync(process.execPath, [cli, 'keys', 'create', '--name', 'bench', '--json', '--data-dir', dir], { encoding: 'utf8' });
+    const auth = { authorization: `Bearer ${(JSON.parse(out) as { key: string }).key}` };
+    const gw = await startGateway({ cli, dataDir: dir, upstreamUrl: sim.url, upstreamKey: SIM_KEY, logFile: join(dir, 'gateway.log') });
+    sides.push({ target, dir, gw, auth, rps: [], cpu: [] });
+    await fillThroughGateway(gw.url, auth, HIT_ENTITIES);
+  }
+  const load = (s: (typeof sides)[number]) => ({
+    url: s.gw.url,
+    serverPid: s.gw.pid,
+    connections: SETTINGS.connections,
+    pathsFor: randomPaths(HIT_ENTITIES),
+    headers: s.auth,
+  });
+  for (const s of sides) await warmUp(load(s));
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const s of sides) {
+      const r = await runLoad({ ...load(s), durationS: DURATION_S });
+      s.rps.push(r.rps);
+      s.cpu.push(r.cpuUsPerRequest);
+    }
+  }
+  for (const s of sides) {
+    console.log(`${s.target}: median ${median(s.rps).toFixed(0)} req/s, ${median(s.cpu).toFixed(1)} µs CPU/request (rounds: ${s.cpu.map((c) => c.toFixed(0)).join(', ')})`);
+  }
+  const [a, b] = sides as [(typeof sides)[0], (typeof sides)[0]];
+  console.log(`B vs A: throughput ×${(median(b.rps) / median(a.rps)).toFixed(3)}, CPU per request ×${(median(b.cpu) / median(a.cpu)).toFixed(3)}`);
+} finally {
+  for (const s of sides) {
+    await s.gw.stop();
+    rmSync(s.dir, { recursive: true, force: true });
+  }
+  await sim.stop();
+}

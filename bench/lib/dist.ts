@@ -1,0 +1,25 @@
+/**
+ * The benchmarks drive the compiled gateway (dist/), which is what operators run; these
+ * helpers import it at run time with the types of the matching src/ modules.
+ */
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join, resolve } from 'node:path';
+
+/** This checkout: where BENCHMARKS.md is written and the bench scripts live. */
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/**
+ * The Tollgate build under test: this checkout's, or another (e.g. a before/after
+ * comparison) named by TOLLGATE_BENCH_TARGET, a directory holding a built dist/.
+ */
+export const TARGET = resolve(process.env.TOLLGATE_BENCH_TARGET ?? ROOT);
+export const CLI = join(TARGET, 'dist', 'cli.js');
+
+async function load<T>(rel: string): Promise<T> {
+  return (await import(pathToFileURL(join(TARGET, 'dist', rel)).href)) as T;
+}
+
+export const distApp = () => load<typeof import('../../src/app.js')>('app.js');
+export const distConfig = () => load<typeof import('../../src/config.js')>('config.js');
+export const distClock = () => load<typeof import('../../src/clock.js')>('clock.js');
+export const distCache = () => load<typeof import('../../src/store/cache.js')>('store/cache.js');
+export const distSimulator = () => load<typeof import('../../src/simulator/index.js')>('simulator/index.js');

@@ -1,0 +1,188 @@
+/**
+ * Child processes for the benchmarks: the provider simulator, the gateway (`tollgate serve`,
+ * as operators run it) and the bare node:http baseline. On a 2-core machine each server
+ * gets its own process so the load generator (this process) never shares its event loop.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { CLI, ROOT, TARGET } from './dist.js';
+
+export interface Child {
+  readonly pid: number;
+  readonly url: string;
+  /** SIGTERM, then SIGKILL after the grace period; resolves once the process is gone. */
+  stop(): Promise<void>;
+}
+
+export interface Gateway extends Child {
+  /** Milliseconds from spawn to the first 200 on /readyz. */
+  readonly openMs: number;
+}
+
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+function stopper(proc: ChildProcess, graceMs = 20_000): () => Promise<void> {
+  const exited = new Promise<void>((resolve) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) resolve();
+    else proc.once('exit', () => resolve());
+  });
+  return async () => {
+    proc.kill('SIGTERM');
+    const t = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(t);
+  };
+}
+
+function watchExit(proc: ChildProcess, name: string, tail: () => string): { check(): void } {
+  return {
+    check() {
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        throw new Error(`${name} exited early (${proc.exitCode ?? proc.signalCode}):\n${tail()}`);
+      }
+    },
+  };
+}
+
+/** `tollgate simulator` in its own process; `latencyMs` is added to every answer. */
+export async function startSimulator(apiKey: string, latencyMs = 0): Promise<Child> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [CLI, 'simulator', '--port', String(port), '--api-key', apiKey, '--latency', String(latencyMs)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (c: Buffer) => void (out += c.toString()));
+  const life = watchExit(proc, 'simulator', () => out);
+  await until('the simulator', 10_000, () => (life.check(), out.includes('Provider simulator on') ? true : undefined));
+  return { pid: proc.pid!, url: `http://127.0.0.1:${port}`, stop: stopper(proc) };
+}
+
+/** A client key, through the CLI as an operator would create it. */
+export function createKey(dataDir: string): string {
+  const out = execFileSync(process.execPath, [CLI, 'keys', 'create', '--name', 'bench', '--json', '--data-dir', dataDir], { encoding: 'utf8' });
+  return (JSON.parse(out) as { key: string }).key;
+}
+
+export interface GatewayOptions {
+  dataDir: string;
+  upstreamUrl: string;
+  upstreamKey: string;
+  /** Where stdout and stderr go: the gateway logs at `info`, as in production. */
+  logFile: string;
+  configFile?: string;
+  nodeArgs?: string[];
+  /** Another build's dist/cli.js (A/B comparisons); the target build's by default. */
+  cli?: string;
+}
+
+/** `tollgate serve` on an ephemeral loopback port; resolves when /readyz answers 200. */
+export async function startGateway(o: GatewayOptions): Promise<Gateway> {
+  const fd = openSync(o.logFile, 'a');
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('TOLLGATE_')) delete env[k];
+  Object.assign(env, {
+    TOLLGATE_HOST: '127.0.0.1',
+    TOLLGATE_PORT: '0',
+    TOLLGATE_DATA_DIR: o.dataDir,
+    TOLLGATE_UPSTREAM_URL: o.upstreamUrl,
+    TOLLGATE_UPSTREAM_API_KEY: o.upstreamKey,
+    TOLLGATE_LOG_LEVEL: 'info',
+    ...(o.configFile ? { TOLLGATE_CONFIG: o.configFile } : {}),
+  });
+  const spawnedAt = performance.now();
+  const proc = spawn(process.execPath, [...(o.nodeArgs ?? []), o.cli ?? CLI, 'serve'], { stdio: ['ignore', fd, fd], env, cwd: TARGET });
+  closeSync(fd);
+  const log = () => readFileSync(o.logFile, 'utf8');
+  const life = watchExit(proc, 'gateway', () => log().slice(-4000));
+  const url = await until('the gateway to listen', 120_000, () => {
+    life.check();
+    for (const line of log().split('\n')) {
+      if (!line.includes('tollgate listening')) continue;
+      const rec = JSON.parse(line) as { msg?: string; url?: string };
+      if (rec.msg === 'tollgate listening' && rec.url) return rec.url;
+    }
+    return undefined;
+  });
+  await until('/readyz', 60_000, async () => {
+    life.check();
+    const res = await request(`${url}/readyz`).catch(() => null);
+    await res?.body.dump();
+    return res?.statusCode === 200 ? true : undefined;
+  });
+  return { pid: proc.pid!, url, openMs: performance.now() - spawnedAt, stop: stopper(proc) };
+}
+
+/** A baseline server (bench/baseline-server.ts) that answers every request with the given bytes. */
+export async function startBaseline(responseFile: string, mode: 'node' | 'fastify' = 'node'): Promise<Child> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'baseline-server.ts'), responseFile, mode], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: ROOT,
+  });
+  let out = '';
+  proc.stdout!.on('data', (c: Buffer) => void (out += c.toString()));
+  const life = watchExit(proc, 'baseline', () => out);
+  const port = await until('the baseline server', 20_000, () => (life.check(), /listening (\d+)/.exec(out)?.[1]));
+  return { pid: proc.pid!, url: `http://127.0.0.1:${port}`, stop: stopper(proc) };
+}
+
+/** Resident set size of a process in kB: VmRSS, and its anonymous part (heap, stacks, caches; not the mapped node binary). */
+export function rssKb(pid: number): { rss: number; anon: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
+  return { rss: kb('VmRSS'), anon: kb('RssAnon') };
+}
+
+const CLK_TCK = 100;
+
+/** User + system CPU seconds a process has used so far (from /proc/<pid>/stat). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the command name: state is field 3, utime 14 and stime 15 (1-based, man 5 proc).
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+/** Samples a process's RSS while a load runs. */
+export function sampleRss(pid: number, everyMs = 200): { stop(): { maxKb: number; maxAnonKb: number } } {
+  let maxKb = 0;
+  let maxAnonKb = 0;
+  const take = () => {
+    try {
+      const r = rssKb(pid);
+      maxKb = Math.max(maxKb, r.rss);
+      maxAnonKb = Math.max(maxAnonKb, r.anon);
+    } catch {
+      /* the process is gone; keep what was seen */
+    }
+  };
+  take();
+  const t = setInterval(take, everyMs);
+  return {
+    stop() {
+      clearInterval(t);
+      take();
+      return { maxKb, maxAnonKb };
+    },
+  };
+}
