@@ -5,7 +5,7 @@ import { failure, type Failure } from './api/errors.js';
 import { newRequestId } from './api/request-id.js';
 import type { Config } from './config.js';
 import { handleLookup, type LookupDeps, type LookupTrace } from './gateway/lookup.js';
-import { errorAnswer, type Answer } from './gateway/render.js';
+import { errorAnswer, sendAnswer } from './gateway/render.js';
 import { registerAdmin } from './admin/routes.js';
 import { registerPassthrough } from './gateway/passthrough.js';
 import type { LedgerStore } from './store/ledger.js';
@@ -168,7 +168,4 @@ function pathOf(request: FastifyRequest): string {
   return p.length > 200 ? p.slice(0, 200) + '…' : p;
 }
 
-function sendAnswer(reply: import('fastify').FastifyReply, a: Answer) {
-  if (a.errorCode) reply.request.errorCode = a.errorCode;
-  return reply.code(a.status).headers(a.headers).type('application/json; charset=utf-8').send(a.body);
-}
+

@@ -1,14 +1,13 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { failure, type Failure } from '../api/errors.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Accounting } from '../gateway/accounting.js';
 import type { Admission } from '../gateway/admission.js';
-import { bearerToken } from '../gateway/auth.js';
+import { bearerMatches, tokenDigest } from '../gateway/auth.js';
 import { remaining, type BudgetState } from '../gateway/credits.js';
 import { purgeFilter } from '../gateway/purge.js';
-import { errorAnswer } from '../gateway/render.js';
+import { sendFailure as sendAnswerFailure } from '../gateway/render.js';
 import type { CacheStore } from '../store/cache.js';
 import type { KeyStore } from '../store/keys.js';
 import type { LedgerStore } from '../store/ledger.js';
@@ -26,7 +25,6 @@ export interface AdminDeps {
 }
 
 const KEY_FIELDS = new Set(['name', 'owner', 'rate', 'credits', 'endpoints', 'strategies', 'expires_at', 'cache_isolated']);
-const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /** A refusal travels as a thrown value inside a handler and becomes the error envelope. */
 class Refusal {
@@ -37,10 +35,9 @@ function send(reply: FastifyReply, status: number, body: unknown) {
   return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
+/** Admin answers are never cached by intermediaries. */
 function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
-  const a = errorAnswer(f, reply.request.id, extra);
-  reply.request.errorCode = f.code;
-  return reply.code(a.status).headers(a.headers).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(a.body);
+  return sendAnswerFailure(reply, f, { ...extra, 'cache-control': 'no-store' });
 }
 
 function bodyOf(request: FastifyRequest, allowed: ReadonlySet<string>): Record<string, unknown> {
@@ -64,7 +61,7 @@ function budgetsView(states: BudgetState[]) {
 export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
   const token = deps.config.adminToken;
   if (token === null) return;
-  const expected = digest(token);
+  const expected = tokenDigest(token);
 
   void app.register(
     async (admin) => {
@@ -72,9 +69,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         const now = deps.clock.now();
         const ip = deps.admission.ipState(request.ip, now);
         if (!ip.allowed) return sendFailure(reply, failure('AUTH_RATE_LIMITED', undefined, { 'retry-after': String(ip.retryAfter) }), ip.headers);
-        const given = bearerToken(request.headers.authorization);
-        // Comparing fixed-length digests keeps the comparison constant-time whatever the length.
-        if (given === null || !timingSafeEqual(digest(given), expected)) {
+        if (!bearerMatches(request.headers.authorization, expected)) {
           const headers = deps.admission.countFailure(request.ip, now);
           return sendFailure(reply, failure('ADMIN_UNAUTHORIZED'), { ...headers, 'www-authenticate': 'Bearer realm="tollgate-admin"' });
         }

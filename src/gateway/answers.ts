@@ -15,10 +15,6 @@ export function metaWith(metaText: string | null, cached: boolean, credits: numb
   return metaText.slice(0, -1) + ',' + tail;
 }
 
-function envelope(requestId: string, dataText: string, metaText: string): string {
-  return successBody(requestId, dataText, null) + metaText + '}';
-}
-
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
 /** A local hit: stored data or a replayed not-found answer; costs nothing. */
@@ -32,7 +28,7 @@ export function hitAnswer(e: CacheEntry, requestId: string, now: number, ttlMs: 
     const f: Failure = { status: e.status, code: e.errorCode ?? 'NOT_FOUND', message: e.errorMessage ?? 'Not found.' };
     return { answer: errorAnswer(f, requestId, headers), simple: 'HIT' };
   }
-  return { answer: { status: 200, headers, body: envelope(requestId, e.data!, metaWith(e.meta, true, 0)) }, simple: 'HIT' };
+  return { answer: { status: 200, headers, body: successBody(requestId, e.data!, metaWith(e.meta, true, 0)) }, simple: 'HIT' };
 }
 
 /** besteffort's fallback: the provider failed, a stored entry answers (RFC 9211 stale-if-error). */
@@ -44,7 +40,7 @@ export function staleAnswer(e: CacheEntry, requestId: string, now: number, ttlMs
       age: String(Math.max(0, seconds(now - e.storedAt))),
       'x-cache-status': 'STALE',
     },
-    body: envelope(requestId, e.data!, metaWith(e.meta, true, 0)),
+    body: successBody(requestId, e.data!, metaWith(e.meta, true, 0)),
   };
 }
 
@@ -75,7 +71,7 @@ export function forwardAnswer(
   return {
     status: 200,
     headers: { ...extra, 'cache-status': forwardStatus(f, null), 'x-cache-status': SIMPLE[f.reason] },
-    body: envelope(requestId, dataText, metaWith(metaText, providerCached, credits)),
+    body: successBody(requestId, dataText, metaWith(metaText, providerCached, credits)),
   };
 }
 

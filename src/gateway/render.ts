@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import { errorEnvelope, type Failure } from '../api/errors.js';
 
 /** What the HTTP layer sends: status, headers and a ready JSON body. */
@@ -19,11 +20,19 @@ export function errorAnswer(f: Failure, requestId: string, extra?: Record<string
 }
 
 /**
- * The success envelope, assembled around `dataText` (already-serialized JSON) so that a
- * cached body is never parsed and re-serialized. With `meta` null, the envelope is left
- * open after `"meta":` for the caller to finish with meta text and `}`.
+ * The success envelope, assembled around already-serialized `data` and `meta` JSON so that
+ * a cached body is never parsed and re-serialized.
  */
-export function successBody(requestId: string, dataText: string, meta: Record<string, unknown> | null): string {
-  const head = `{"request_id":${JSON.stringify(requestId)},"data":${dataText},"meta":`;
-  return meta === null ? head : head + JSON.stringify(meta) + '}';
+export function successBody(requestId: string, dataText: string, metaText: string): string {
+  return `{"request_id":${JSON.stringify(requestId)},"data":${dataText},"meta":${metaText}}`;
+}
+
+/** Send an Answer, remembering its error code for the log line and metrics. */
+export function sendAnswer(reply: FastifyReply, a: Answer) {
+  if (a.errorCode) reply.request.errorCode = a.errorCode;
+  return reply.code(a.status).headers(a.headers).type('application/json; charset=utf-8').send(a.body);
+}
+
+export function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
+  return sendAnswer(reply, errorAnswer(f, reply.request.id, extra));
 }

@@ -1,7 +1,7 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { failure, type Failure } from '../api/errors.js';
-import { errorAnswer } from '../gateway/render.js';
+import type { FastifyInstance } from 'fastify';
+import { failure } from '../api/errors.js';
+import { bearerMatches, tokenDigest } from '../gateway/auth.js';
+import { sendFailure } from '../gateway/render.js';
 import type { Readiness } from './health.js';
 import { endpointLabel, type Metrics } from './metrics.js';
 
@@ -28,7 +28,7 @@ export function installOps(app: FastifyInstance, ops: OpsDeps): void {
     if (!ops.draining() || OPS_PATHS.has(request.routeOptions.url ?? '')) return;
     // A request on a connection opened before the drain: refuse it and close the connection.
     reply.header('connection', 'close');
-    return sendFailure(reply, failure('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry on another instance.'));
+    return sendFailure(reply, failure('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry on another instance.'), { 'x-request-id': request.id });
   });
 
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -63,28 +63,14 @@ export function installOps(app: FastifyInstance, ops: OpsDeps): void {
       .send({ status: r.ok ? 'ready' : 'not_ready', checks: r.checks });
   });
 
-  const expected = ops.metricsToken === null ? null : digest(ops.metricsToken);
+  const expected = ops.metricsToken === null ? null : tokenDigest(ops.metricsToken);
   app.get('/metrics', async (request, reply) => {
     if (expected && !bearerMatches(request.headers.authorization, expected)) {
-      return sendFailure(reply, failure('METRICS_UNAUTHORIZED'), { 'www-authenticate': 'Bearer realm="tollgate-metrics"' });
+      return sendFailure(reply, failure('METRICS_UNAUTHORIZED'), { 'www-authenticate': 'Bearer realm="tollgate-metrics"', 'x-request-id': request.id });
     }
     const { contentType, body } = await ops.metrics.scrape();
     return reply.header('cache-control', 'no-store').type(contentType).send(body);
   });
 }
 
-function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
-  const a = errorAnswer(f, reply.request.id, extra);
-  reply.request.errorCode = f.code;
-  return reply.code(a.status).headers(a.headers).header('x-request-id', reply.request.id).type('application/json; charset=utf-8').send(a.body);
-}
 
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
-}
-
-/** Constant-time comparison of hashes: the token's length and content never leak through timing. */
-function bearerMatches(header: string | undefined, expected: Buffer): boolean {
-  const m = /^bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  return m !== null && timingSafeEqual(digest(m[1]!), expected);
-}
