@@ -1,15 +1,18 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { createServer } from 'node:http';
 import type { Logger } from 'pino';
 import { ENDPOINTS } from './api/endpoints.js';
 import { failure, type Failure } from './api/errors.js';
 import { newRequestId } from './api/request-id.js';
 import type { Config } from './config.js';
-import { handleLookup, type LookupDeps, type LookupTrace } from './gateway/lookup.js';
+import type { LookupDeps, LookupTrace } from './gateway/lookup.js';
 import { errorAnswer, sendAnswer } from './gateway/render.js';
 import { registerAdmin } from './admin/routes.js';
 import { registerPassthrough } from './gateway/passthrough.js';
 import type { LedgerStore } from './store/ledger.js';
 import { installOps, type OpsDeps } from './obs/ops.js';
+import { logRequest, pathOf } from './obs/request-log.js';
+import { lookupRoutes } from './http/lookups.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,6 +37,7 @@ const LOOKUP_METHODS_DENIED = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as c
 /** Assembles the HTTP app from the stages. No listen, no globals: tests build as many as they like. */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { config } = deps;
+  const lookups = lookupRoutes(deps);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     // One line per request is written in onResponse, with the gateway's fields.
@@ -41,16 +45,26 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     genReqId: () => newRequestId(deps.clock.now()),
     requestIdHeader: false,
     trustProxy: config.server.trustProxy,
-    http: {
-      maxHeaderSize: config.server.maxHeaderBytes,
-      // Node enforces headersTimeout/requestTimeout only when it sweeps connections (30 s by
-      // default); sweep often enough that the configured slowloris limits actually hold.
-      connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(Math.min(config.server.headersTimeoutMs, config.server.requestTimeoutMs) / 4))),
+    // The lookup routes answer on node:http directly (src/http/lookups.ts); the rest is Fastify's.
+    serverFactory: (fastifyHandler) => {
+      const server = createServer(
+        {
+          maxHeaderSize: config.server.maxHeaderBytes,
+          // Node enforces headersTimeout/requestTimeout only when it sweeps connections (30 s by
+          // default); sweep often enough that the configured slowloris limits actually hold.
+          connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(Math.min(config.server.headersTimeoutMs, config.server.requestTimeoutMs) / 4))),
+          requestTimeout: config.server.requestTimeoutMs,
+          headersTimeout: config.server.headersTimeoutMs,
+          keepAliveTimeout: config.server.keepAliveTimeoutMs,
+        },
+        (req, res) => {
+          if (!lookups(req, res)) fastifyHandler(req, res);
+        },
+      );
+      return server;
     },
     // Requests arriving while draining get our 503 envelope (src/obs/ops.ts), not Fastify's.
     return503OnClosing: false,
-    requestTimeout: config.server.requestTimeoutMs,
-    keepAliveTimeout: config.server.keepAliveTimeoutMs,
     bodyLimit: 64 * 1024,
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
       // Parser-level refusals never reach a route: answer them in the envelope too.
@@ -69,7 +83,6 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       } else socket.destroy();
     },
   });
-  app.server.headersTimeout = config.server.headersTimeoutMs;
   app.decorateRequest('trace', null);
   app.decorateRequest('endpointName', null);
   app.decorateRequest('errorCode', null);
@@ -84,14 +97,6 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   for (const def of ENDPOINTS) {
-    app.get(def.path, async (request, reply) => {
-      const trace: LookupTrace = {};
-      request.trace = trace;
-      request.endpointName = def.name;
-      const inc = { rawQuery: rawQueryOf(request), authorization: request.headers.authorization, ip: request.ip, requestId: request.id };
-      const answer = await handleLookup(deps, def, inc, trace);
-      return sendAnswer(reply, answer);
-    });
     app.route({
       method: [...LOOKUP_METHODS_DENIED],
       url: def.path,
@@ -104,7 +109,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   registerAdmin(app, deps);
 
   app.setNotFoundHandler(async (request, reply) =>
-    sendAnswer(reply, errorAnswer(failure('ROUTE_NOT_FOUND', `No route for ${request.method} ${pathOf(request)}.`), request.id)),
+    sendAnswer(reply, errorAnswer(failure('ROUTE_NOT_FOUND', `No route for ${request.method} ${pathOf(request.url)}.`), request.id)),
   );
 
   app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, request, reply) => {
@@ -120,26 +125,16 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    const t = request.trace;
-    request.log.info(
-      {
-        method: request.method,
-        path: pathOf(request),
-        status: reply.statusCode,
-        code: request.errorCode ?? undefined,
-        endpoint: request.endpointName ?? undefined,
-        keyId: t?.keyId,
-        identity: t?.identity,
-        cache: t?.cache,
-        collapsed: t?.collapsed || undefined,
-        upstreamMs: t?.upstreamMs,
-        upstreamRequestId: t?.upstreamRequestId,
-        credits: t?.creditsUsed,
-        creditsSaved: t?.creditsSaved || undefined,
-        ms: Math.round(reply.elapsedTime * 100) / 100,
-      },
-      'request',
-    );
+    logRequest(deps.logger, {
+      reqId: request.id,
+      method: request.method,
+      url: request.url,
+      status: reply.statusCode,
+      code: request.errorCode,
+      endpoint: request.endpointName,
+      trace: request.trace,
+      ms: reply.elapsedTime,
+    });
   });
 
   return app;
@@ -156,16 +151,3 @@ function earlyRefusal(request: FastifyRequest, config: Readonly<Config>): Failur
   }
   return null;
 }
-
-function rawQueryOf(request: FastifyRequest): string {
-  const i = request.url.indexOf('?');
-  return i < 0 ? '' : request.url.slice(i + 1);
-}
-
-function pathOf(request: FastifyRequest): string {
-  const i = request.url.indexOf('?');
-  const p = i < 0 ? request.url : request.url.slice(0, i);
-  return p.length > 200 ? p.slice(0, 200) + '…' : p;
-}
-
-

@@ -136,3 +136,33 @@ describe('failed authentication per client IP', () => {
     expect((await s.get('/v1/company?org_id=1')).status).toBe(200);
   });
 });
+
+describe('the client address behind a proxy (server.trustProxy)', () => {
+  it('with trustProxy, failed attempts count against the left-most X-Forwarded-For address', async () => {
+    const p = await startStack({ clock, config: { server: { trustProxy: true }, limits: { failedAuth: '2/minute' } } });
+    try {
+      nextMinute();
+      const from = (ip: string) => ({ key: null, headers: { 'x-forwarded-for': `${ip}, 10.9.9.9` } });
+      expect((await p.get('/v1/company?org_id=1', from('10.0.0.1'))).status).toBe(401);
+      expect((await p.get('/v1/company?org_id=1', from('10.0.0.1'))).status).toBe(401);
+      const blocked = await p.get('/v1/company?org_id=1', from('10.0.0.1'));
+      expect(blocked.json.error.code).toBe('AUTH_RATE_LIMITED');
+      // Another client behind the same proxy is not punished for the first one's failures.
+      const other = await p.get('/v1/company?org_id=1', from('10.0.0.2'));
+      expect(other.status).toBe(401);
+      expect(other.headers['x-ratelimit-remaining']).toBe('1');
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('without it, X-Forwarded-For is ignored: a client cannot dodge the limit by inventing addresses', async () => {
+    nextMinute();
+    const codes: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await s.get('/v1/company?org_id=1', { key: null, headers: { 'x-forwarded-for': `10.1.0.${i}` } });
+      codes.push(r.json.error.code);
+    }
+    expect(codes).toEqual(['MISSING_API_KEY', 'MISSING_API_KEY', 'MISSING_API_KEY', 'MISSING_API_KEY', 'MISSING_API_KEY', 'AUTH_RATE_LIMITED']);
+  });
+});
