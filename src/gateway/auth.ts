@@ -2,10 +2,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { failure, type Failure } from '../api/errors.js';
 import type { ApiKey, KeyStore } from '../store/keys.js';
 
-/**
- * The presented secret from an Authorization header, or null. Only the Bearer scheme
- * counts (case-insensitive, RFC 7235); a key in the query string is never looked at.
- */
 /** SHA-256 of a token: comparing fixed-length digests is constant-time whatever the token length. */
 export function tokenDigest(token: string): Buffer {
   return createHash('sha256').update(token, 'utf8').digest();
@@ -17,6 +13,10 @@ export function bearerMatches(header: string | undefined, expected: Buffer): boo
   return given !== null && timingSafeEqual(tokenDigest(given), expected);
 }
 
+/**
+ * The presented secret from an Authorization header, or null. Only the Bearer scheme
+ * counts (case-insensitive, RFC 7235); a key in the query string is never looked at.
+ */
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   const m = /^\s*bearer\s+(\S+)\s*$/i.exec(header);

@@ -42,6 +42,15 @@ describe('tollgate keys (limits, scopes, rotation)', () => {
     expect((await s.get('/v1/company?org_id=2', { key: k.secret })).status).toBe(200);
   });
 
+  it('revoke is seen by the running server on the very next request', async () => {
+    const k = s.newKey();
+    // Twice, so the server has the key in memory before the CLI (another process) revokes it.
+    expect((await s.get('/v1/company?org_id=4', { key: k.secret })).status).toBe(200);
+    expect((await s.get('/v1/company?org_id=4', { key: k.secret })).status).toBe(200);
+    expect((await cli('keys', 'revoke', k.id)).code).toBe(0);
+    expect((await s.get('/v1/company?org_id=4', { key: k.secret })).json.error.code).toBe('API_KEY_REVOKED');
+  });
+
   it('rotate --overlap keeps the old secret working; without it the old one stops at once', async () => {
     const k = s.newKey();
     const r = await json('keys', 'rotate', k.id, '--overlap', '24h', '--json');
