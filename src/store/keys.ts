@@ -1,6 +1,7 @@
 import { hash as oneShotHash, randomBytes, randomInt } from 'node:crypto';
 import type { DB } from './db.js';
 import type { Clock } from '../clock.js';
+import { DataVersionWatch } from './data-version.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_CHARS = 40;
@@ -115,10 +116,9 @@ export class KeyStore {
   private readonly touchStmt;
   private readonly updateStmt;
   private readonly rotateStmt;
-  private readonly dataVersionStmt;
+  private readonly dataVersion: DataVersionWatch;
   private readonly found = new Map<string, FoundKey>();
-  /** data_version and own-write count when `found` was last known to be current. */
-  private seenDataVersion: number;
+  /** Own-write count when `found` was last known to be current. */
   private seenWrites: number;
   private readonly writes: { n: number };
 
@@ -130,10 +130,7 @@ export class KeyStore {
     if (!writes) ownWrites.set(db, (writes = { n: 0 }));
     this.writes = writes;
     this.seenWrites = writes.n;
-    // No table access: a shared-memory read lock (two fcntl calls) and the WAL-index header,
-    // 0.4–1.4 µs depending on the host's syscall cost.
-    this.dataVersionStmt = db.prepare<[], number>('PRAGMA data_version').pluck();
-    this.seenDataVersion = this.dataVersionStmt.get()!;
+    this.dataVersion = new DataVersionWatch(db);
     this.insertStmt = db.prepare(`INSERT INTO api_keys
       (id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, rate, credits, endpoints, strategies, cache_isolated)
       VALUES (@id, @name, @owner, @prefix, @hash, @now, @now, @expires, @rate, @credits, @endpoints, @strategies, @isolated)`);
@@ -183,10 +180,8 @@ export class KeyStore {
     const hash = hashSecret(secret);
     // Checked before the read below: a commit landing between the two then only costs an
     // extra reload next time, where the other order could remember a pre-commit row forever.
-    const version = this.dataVersionStmt.get()!;
-    if (version !== this.seenDataVersion || this.writes.n !== this.seenWrites) {
+    if (this.dataVersion.changed() || this.writes.n !== this.seenWrites) {
       this.found.clear();
-      this.seenDataVersion = version;
       this.seenWrites = this.writes.n;
     }
     const hit = this.found.get(hash);

@@ -48,6 +48,9 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Another connection's commits are looked for once per event-loop turn (DataVersionWatch). */
+const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
 describe('KeyStore.findBySecret cache', () => {
   it('a repeat lookup is answered from memory with what an uncached read returns', () => {
     const { key, secret } = cli.create({
@@ -69,30 +72,33 @@ describe('KeyStore.findBySecret cache', () => {
     expect(Object.isFrozen(second.key) && Object.isFrozen(second.key.endpoints)).toBe(true);
   });
 
-  it('sees a revoke made through another connection on the next lookup', () => {
+  it('sees a revoke made through another connection on the next lookup', async () => {
     const { key, secret } = cli.create({ name: 'team' });
     expect(keyRefusal(server.findBySecret(secret)!.key, clock.now())).toBeNull();
     clock.advance(10);
     expect(cli.revoke(key.id)).toBe(true);
+    await nextTurn();
     const after = server.findBySecret(secret)!;
     expect(after.key.revokedAt).toBe(clock.now());
     expect(keyRefusal(after.key, clock.now())?.code).toBe('API_KEY_REVOKED');
     expect(after).toEqual(uncached(secret));
   });
 
-  it('sees an update made through another connection on the next lookup', () => {
+  it('sees an update made through another connection on the next lookup', async () => {
     const { key, secret } = cli.create({ name: 'team', rate: '10/second', endpoints: ['company'] });
     server.findBySecret(secret);
     cli.update(key.id, { name: 'renamed', rate: null, endpoints: ['profile'], strategies: ['besteffort'], expiresAt: clock.now() + 5 });
+    await nextTurn();
     const after = server.findBySecret(secret)!.key;
     expect(after).toMatchObject({ name: 'renamed', rate: null, endpoints: ['profile'], strategies: ['besteffort'], expiresAt: clock.now() + 5 });
     expect(server.findBySecret(secret)).toEqual(uncached(secret));
   });
 
-  it('sees a rotation made through another connection; the old secret is found as previous during the overlap', () => {
+  it('sees a rotation made through another connection; the old secret is found as previous during the overlap', async () => {
     const { key, secret: old } = cli.create({ name: 'team' });
     expect(server.findBySecret(old)!.previous).toBe(false);
     const rotated = cli.rotate(key.id, 60_000)!;
+    await nextTurn();
     const viaOld = server.findBySecret(old)!;
     const viaNew = server.findBySecret(rotated.secret)!;
     expect(viaOld.previous).toBe(true);
@@ -107,6 +113,7 @@ describe('KeyStore.findBySecret cache', () => {
     expect(keyRefusal(viaNew.key, clock.now(), false)).toBeNull();
     // A second rotation forgets the first secret altogether.
     const again = cli.rotate(key.id, 60_000)!;
+    await nextTurn();
     expect(server.findBySecret(old)).toBeNull();
     expect(server.findBySecret(rotated.secret)!.previous).toBe(true);
     expect(server.findBySecret(again.secret)).toEqual(uncached(again.secret));
