@@ -10,7 +10,8 @@ import { readiness } from './obs/health.js';
 import { drainHttp } from './obs/lifecycle.js';
 import { Metrics } from './obs/metrics.js';
 import { buildServer } from './server.js';
-import { openDatabase, type DB } from './store/db.js';
+import { openDatabase, type DB, type OpenOptions } from './store/db.js';
+import { Checkpointer } from './store/checkpointer.js';
 import { PROVIDER_SCOPE } from './store/budgets.js';
 import { KeyStore } from './store/keys.js';
 import { MAIN_MIGRATIONS } from './store/schema.js';
@@ -51,25 +52,25 @@ export function mainDbPath(config: Readonly<Config>): string {
   return join(config.dataDir, 'tollgate.db');
 }
 
-export function openMainDb(config: Readonly<Config>): DB {
-  return openDatabase(mainDbPath(config), MAIN_MIGRATIONS);
+export function openMainDb(config: Readonly<Config>, opts?: OpenOptions): DB {
+  return openDatabase(mainDbPath(config), MAIN_MIGRATIONS, opts);
 }
 
 /**
  * cache.db holds only re-fetchable answers, so an unreadable one is moved aside and
  * replaced rather than stopping the gateway.
  */
-export function openCacheDb(config: Readonly<Config>, logger?: Logger): DB {
+export function openCacheDb(config: Readonly<Config>, logger?: Logger, opts?: OpenOptions): DB {
   const file = join(config.dataDir, 'cache.db');
   try {
-    return openDatabase(file, CACHE_MIGRATIONS);
+    return openDatabase(file, CACHE_MIGRATIONS, opts);
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
     if (!/^SQLITE_(CORRUPT|NOTADB)/.test(code)) throw err;
     const aside = `${file}.corrupt-${Date.now()}`;
     logger?.warn({ err, aside }, 'cache.db unreadable; moved aside and starting with an empty cache');
     renameSync(file, aside);
-    return openDatabase(file, CACHE_MIGRATIONS);
+    return openDatabase(file, CACHE_MIGRATIONS, opts);
   }
 }
 
@@ -85,13 +86,17 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const clock = opts.clock ?? systemClock;
   const logger = createLogger(config.logLevel, opts.logDestination);
   const settings = upstreamSettings(config);
-  const db = openMainDb(config);
+  // The server's connections never checkpoint on the request thread; the Checkpointer does.
+  const db = openMainDb(config, { autoCheckpoint: false });
   const keys = new KeyStore(db, clock);
   const usage = new UsageTracker(keys);
   const costs = createCostControl(db, config, { clock, keys, usage, logger });
   const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
-  const cacheDb = openCacheDb(config, logger);
+  const cacheDb = openCacheDb(config, logger, { autoCheckpoint: false });
+  const checkpointer = new Checkpointer([db.name, cacheDb.name], {
+    onError: (err, file) => logger.error({ err, file }, 'WAL checkpoint failed'),
+  });
   const cache = new CacheStore(cacheDb);
   const fetcher = new Fetcher(upstream, cache, clock);
   metrics.watch({
@@ -165,6 +170,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
             logger.error({ err }, 'flush at shutdown failed');
           }
         }
+        await checkpointer.close();
         db.close();
         cacheDb.close();
       })();

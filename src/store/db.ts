@@ -7,17 +7,28 @@ export type DB = Database.Database;
 /** One schema step; applied in order inside a transaction, recorded in PRAGMA user_version. */
 export type Migration = (db: DB) => void;
 
+export interface OpenOptions {
+  /**
+   * false: this connection never checkpoints the WAL itself (`wal_autocheckpoint = 0`), so a
+   * commit never pays for a checkpoint's fsyncs; a Checkpointer (checkpointer.ts) must then
+   * run them. Default true (SQLite's 1000-page auto-checkpoint), right for short-lived
+   * connections such as the CLI's.
+   */
+  autoCheckpoint?: boolean;
+}
+
 /**
  * Open a SQLite file for the gateway: WAL so the CLI can write while the server reads,
  * a busy timeout so those writers wait rather than fail, and versioned migrations.
  */
-export function openDatabase(file: string, migrations: readonly Migration[]): DB {
+export function openDatabase(file: string, migrations: readonly Migration[], opts: OpenOptions = {}): DB {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
+  if (opts.autoCheckpoint === false) db.pragma('wal_autocheckpoint = 0');
   migrate(db, migrations);
   return db;
 }
