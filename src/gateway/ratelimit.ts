@@ -131,6 +131,20 @@ export function mostConstraining(states: readonly RateState[]): RateState {
  * the IETF draft's structured fields (draft-ietf-httpapi-ratelimit-headers-08 and later):
  * `RateLimit-Policy` lists every policy, `RateLimit` reports the most constraining one.
  */
+/**
+ * RateLimit-Policy depends only on the policies, which are few and long-lived (parsed once
+ * per key's policy text): the field is built once per policy list, not per request.
+ */
+const policyFields = new WeakMap<RatePolicy, { policies: RatePolicy[]; field: string }>();
+function policyField(states: readonly RateState[]): string {
+  const first = states[0]!.policy;
+  const known = policyFields.get(first);
+  if (known && known.policies.length === states.length && states.every((s, i) => s.policy === known.policies[i])) return known.field;
+  const field = states.map((s) => `"${s.policy.name}";q=${s.policy.limit};w=${s.policy.windowMs / S}`).join(', ');
+  policyFields.set(first, { policies: states.map((s) => s.policy), field });
+  return field;
+}
+
 export function rateHeaders(states: readonly RateState[]): Record<string, string> {
   if (states.length === 0) return {};
   const m = mostConstraining(states);
@@ -138,7 +152,7 @@ export function rateHeaders(states: readonly RateState[]): Record<string, string
     'x-ratelimit-limit': String(m.policy.limit),
     'x-ratelimit-remaining': String(m.remaining),
     'x-ratelimit-reset': String(m.reset),
-    'ratelimit-policy': states.map((s) => `"${s.policy.name}";q=${s.policy.limit};w=${s.policy.windowMs / S}`).join(', '),
+    'ratelimit-policy': policyField(states),
     ratelimit: `"${m.policy.name}";r=${m.remaining};t=${m.reset}`,
   };
 }
