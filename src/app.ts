@@ -97,7 +97,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const checkpointer = new Checkpointer([db.name, cacheDb.name], {
     onError: (err, file) => logger.error({ err, file }, 'WAL checkpoint failed'),
   });
-  const cache = new CacheStore(cacheDb);
+  const cache = new CacheStore(cacheDb, { memoryMaxBytes: config.cache.memoryMaxBytes });
   const fetcher = new Fetcher(upstream, cache, clock);
   metrics.watch({
     cache,

@@ -82,6 +82,8 @@ const CacheSchema = z.strictObject({
     .prefault({}),
   /** How often hit counters are flushed and eviction runs, off the request path. */
   maintenanceIntervalMs: ms.default(2_000),
+  /** Heap bytes for recently used entries the server also keeps in memory (2 bytes a character + 256 each); 0 disables it. */
+  memoryMaxBytes: nonNeg.default(4 * 1024 * 1024),
 });
 
 /** A policy string checked with the same parser the keys use, so a typo stops startup. */

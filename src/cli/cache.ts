@@ -8,7 +8,8 @@ function withCache<T>(cmd: Command, fn: (cache: CacheStore, domain: string) => T
   const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
   const db = openCacheDb(config);
   try {
-    return fn(new CacheStore(db), config.network.domain);
+    // A one-shot command reads each entry at most once: nothing to keep in memory.
+    return fn(new CacheStore(db, { memoryMaxBytes: 0 }), config.network.domain);
   } finally {
     db.close();
   }
