@@ -3,7 +3,9 @@
  * body) the gateway sent for a cache hit, computing nothing per request.
  *   node     a bare node:http server: the ceiling for a Node process on this machine.
  *   fastify  a Fastify route (no logger): what the framework Tollgate is built on costs.
- * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify]
+ *   work:N   the bare server plus N µs of busy CPU per request: a calibration of how much
+ *            throughput any given amount of per-request work costs on this machine.
+ * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N]
  */
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -31,7 +33,12 @@ if (mode === 'fastify') {
 } else {
   const body = Buffer.from(captured.body);
   const headers = { ...captured.headers, 'content-length': String(body.length) };
+  const workMs = mode.startsWith('work:') ? Number(mode.slice(5)) / 1000 : 0;
   const server = createServer((_req, res) => {
+    if (workMs > 0) {
+      const until = performance.now() + workMs;
+      while (performance.now() < until);
+    }
     res.writeHead(captured.status, headers);
     res.end(body);
   });

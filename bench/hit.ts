@@ -14,6 +14,8 @@ import { entityPath, getAll, startStack, type Reply } from './lib/stack.js';
 export const HIT_ENTITIES = 1000;
 const ROUNDS = 2;
 const DURATION_S = 8;
+/** Busy CPU per request of the calibration server: how much work 0.75 of node:http leaves room for. */
+const CALIBRATION_US = 5;
 
 /** Per-connection random walks over `n` cached ids, seeded so every run sends the same. */
 export function randomPaths(n: number, perConnection = 1000): (conn: number) => string[] {
@@ -51,11 +53,13 @@ export async function hitBench(): Promise<Section> {
     writeFileSync(file, captured(hit!));
     const base = await startBaseline(file, 'node');
     const fast = await startBaseline(file, 'fastify');
+    const work = await startBaseline(file, `work:${CALIBRATION_US}`);
     try {
       const common = { connections: SETTINGS.connections, pathsFor: randomPaths(HIT_ENTITIES), headers: stack.auth };
       const servers = [
         { name: 'Bare node:http (baseline)', url: base.url, serverPid: base.pid },
         { name: 'Fastify route, same bytes', url: fast.url, serverPid: fast.pid },
+        { name: `Bare node:http + ${CALIBRATION_US} µs of busy CPU per request (calibration)`, url: work.url, serverPid: work.pid },
         { name: 'Tollgate hit', url: stack.gw.url, serverPid: stack.gw.pid },
       ];
       for (const srv of servers) await warmUp({ ...common, ...srv });
@@ -67,9 +71,9 @@ export async function hitBench(): Promise<Section> {
       }
       // External load on a shared machine only ever lowers throughput: keep each server's best round.
       const best = servers.map((_, j) => rounds.map((r) => r[j]!).reduce((a, x) => (x.rps > a.rps ? x : a)));
-      const [b, f, s] = best as [LoadResult, LoadResult, LoadResult];
-      const errors = rounds.reduce((a, r) => a + r[2]!.non2xx + r[2]!.errors, 0);
-      const answered = rounds.reduce((a, r) => a + r[2]!.requests, 0);
+      const [b, f, w, s] = best as [LoadResult, LoadResult, LoadResult, LoadResult];
+      const errors = rounds.reduce((a, r) => a + r[3]!.non2xx + r[3]!.errors, 0);
+      const answered = rounds.reduce((a, r) => a + r[3]!.requests, 0);
       const stats = await stack.stopAndReadCacheStats();
       // The fill made HIT_ENTITIES misses (and one hit, the recorded response); the rest must be hits.
       const extraMisses = stats.misses - HIT_ENTITIES;
@@ -107,6 +111,8 @@ export async function hitBench(): Promise<Section> {
           ...servers.map((srv, j) => `| ${srv.name} | ${row(best[j]!)} | ${(best[j]!.rps / b.rps).toFixed(3)} |`),
           '',
           `Tollgate reaches ${fmt.pct(s.rps / f.rps)} of the bare Fastify route's throughput, which itself reaches ${fmt.pct(f.rps / b.rps)} of node:http.`,
+          `The calibration server — node:http doing nothing but ${CALIBRATION_US} µs of busy CPU before the same answer — reaches ${fmt.pct(w.rps / b.rps)}:`,
+          `the size of the per-request budget the throughput target leaves on this machine.`,
           '',
           errors ? `**${errors} Tollgate answers were not 2xx or failed** — the throughput figure does not count.` : 'Every Tollgate answer was a 200.',
           `Cache counters after the run (\`tollgate cache stats\`): ${fmt.int(stats.hits)} hits (${fmt.int(answered)} answers in the measured rounds,`,
@@ -116,6 +122,7 @@ export async function hitBench(): Promise<Section> {
     } finally {
       await base.stop();
       await fast.stop();
+      await work.stop();
     }
   } finally {
     await stack.close();
