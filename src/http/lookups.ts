@@ -52,9 +52,7 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
 
   function refuse(req: IncomingMessage, res: ServerResponse, def: EndpointDef, f: Failure, ip: string, requestId: string, t0: number): void {
     // Answers without a key carry the per-IP limiter's rate fields, like every /v1 answer.
-    const headers = deps.admission.ipState(ip, clock.now()).headers;
-    if (f.code === 'SERVICE_UNAVAILABLE') headers.connection = 'close';
-    send(req, res, def, errorAnswer(f, requestId, headers), requestId, null, t0);
+    send(req, res, def, errorAnswer(f, requestId, deps.admission.ipState(ip, clock.now()).headers), requestId, null, t0);
   }
 
   return (req, res) => {
