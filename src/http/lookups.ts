@@ -84,13 +84,20 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
 
     const trace: LookupTrace = {};
     const inc = { rawQuery: q < 0 ? '' : url.slice(q + 1), authorization: req.headers.authorization, ip, requestId };
-    handleLookup(deps, def, inc, trace).then(
-      (answer) => send(req, res, def, answer, requestId, trace, t0),
-      (err: unknown) => {
-        deps.logger.error({ err, reqId: requestId }, 'unhandled error');
-        send(req, res, def, errorAnswer(failure('INTERNAL_ERROR'), requestId), requestId, trace, t0);
-      },
-    );
+    const failed = (err: unknown) => {
+      deps.logger.error({ err, reqId: requestId }, 'unhandled error');
+      // Headers already out (e.g. the body write failed): nothing truthful can follow on this connection.
+      if (res.headersSent) res.destroy();
+      else send(req, res, def, errorAnswer(failure('INTERNAL_ERROR'), requestId), requestId, trace, t0);
+    };
+    handleLookup(deps, def, inc, trace).then((answer) => {
+      try {
+        // writeHead throws on a header value node refuses (say, a provider request id with a control character).
+        send(req, res, def, answer, requestId, trace, t0);
+      } catch (err) {
+        failed(err);
+      }
+    }, failed);
     return true;
   };
 }
