@@ -1,8 +1,10 @@
 import { ENDPOINT_NAMES } from '../api/endpoints.js';
 import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
+import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
+export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
 
 /** The answers the cache stores: data, and the provider's 404 and 513 for the negative cache. */
 export const STORED_STATUSES = [200, 404, 513] as const;
@@ -55,23 +57,6 @@ export interface CacheStats {
 const EVICT_BATCH = 500;
 
 /**
- * What `memoryMaxBytes` is when not given: ~1,500 profile-sized entries. Measured at 1M entries,
- * 16 MiB saved no more CPU than 4 MiB (Zipf 1.1 traffic) but cost ~50 MB more RSS.
- */
-export const DEFAULT_MEMORY_MAX_BYTES = 4 * 1024 * 1024;
-/** What an entry held in memory is charged beyond its text: the objects, the map slot. */
-const MEMORY_OVERHEAD = 256;
-
-/**
- * The heap an entry held in memory takes, at most: V8 keeps a string with any character
- * beyond Latin-1 at two bytes per character (a profile with one "…" in it is such a string).
- */
-function memoryCharge(e: CacheEntry): number {
-  const chars = (x: string | null) => (x === null ? 0 : x.length);
-  return 2 * (chars(e.key) + chars(e.endpoint) + chars(e.identity) + chars(e.data) + chars(e.meta) + chars(e.errorCode) + chars(e.errorMessage)) + MEMORY_OVERHEAD;
-}
-
-/**
  * SQLite's page cache on cache.db, in KiB (better-sqlite3's default is 16,000). Hits over a
  * large cache touch leaf pages far beyond any page cache; measured at 1M entries a 1 MB to 64 MB
  * page cache costs the same CPU per read, so a small one keeps the process's memory down.
@@ -107,34 +92,14 @@ export class CacheStore {
   /** Hits are counted in memory and written in batches: a write per hit would cost more than the hit. */
   private pendingHits = new Map<string, { n: number; at: number }>();
   private pendingMisses = 0;
-  /**
-   * Recently read or written entries by key, and a list of them from most (`head`) to least
-   * recently used (`tail`). Dropped whole when another connection commits to the file.
-   */
-  private readonly memory = new Map<string, Held>();
-  private head: Held | null = null;
-  private tail: Held | null = null;
-  private memoryBytes = 0;
-  private readonly memoryMaxBytes: number;
-  /**
-   * Admission filter of a full memory: the rowids of entries read from SQLite once lately, one
-   * slot each (direct-mapped, overwritten). An entry is taken into a full memory only when it
-   * is read a second time while its rowid is still there, so that hits spread evenly over far
-   * more entries than memory holds do not churn it (entries that live a while and then die
-   * cost the garbage collector more than the read they save).
-   */
-  private readonly seen: Float64Array;
-  private readonly seenShift: number;
+  /** Recently read or written entries: dropped whole when another connection commits to the file. */
+  private readonly hot: HotEntries;
 
   constructor(
     private readonly db: DB,
     opts: CacheStoreOptions = {},
   ) {
-    this.memoryMaxBytes = opts.memoryMaxBytes ?? DEFAULT_MEMORY_MAX_BYTES;
-    // About one slot per entry or two that memory holds: an entry must come back soon to be let in.
-    const bits = Math.max(4, Math.ceil(Math.log2(this.memoryMaxBytes / 4096 + 1)));
-    this.seen = new Float64Array(2 ** bits);
-    this.seenShift = 32 - bits;
+    this.hot = new HotEntries(opts.memoryMaxBytes ?? DEFAULT_MEMORY_MAX_BYTES);
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.getStmt = db
       .prepare<[string], RawRow>(
@@ -176,12 +141,9 @@ export class CacheStore {
   }
 
   get(key: string): CacheEntry | null {
-    if (this.memoryMaxBytes > 0) this.sync();
-    const held = this.memory.get(key);
-    if (held !== undefined) {
-      this.touch(held);
-      return held.entry;
-    }
+    if (this.hot.maxBytes > 0) this.sync();
+    const held = this.hot.get(key);
+    if (held !== undefined) return held;
     const r = this.getStmt.get(key);
     if (!r) return null;
     const e: CacheEntry = {
@@ -198,10 +160,8 @@ export class CacheStore {
       credits: r[10],
       size: r[11],
     };
-    // Held entries are copies made elsewhere: were the object built above sometimes kept, V8
-    // would allocate every one in the old generation (pretenuring), and each read would leave
-    // old-generation garbage behind (measured: 3x the old-generation growth, +6–12 µs a hit).
-    if (this.admit(r[0], e)) this.remember(copyForMemory(e), r[0]);
+    // Never kept itself: `offer` holds a copy, for the reason given there (pretenuring).
+    this.hot.offer(r[0], e);
     return e;
   }
 
@@ -230,7 +190,7 @@ export class CacheStore {
       this.addTotals(size - (old?.size ?? 0), old ? 0 : 1);
       return rowid;
     })();
-    this.remember(entry, rowid);
+    this.hot.put(entry, rowid);
   }
 
   recordHit(key: string, at: number): void {
@@ -259,7 +219,7 @@ export class CacheStore {
       for (const [key, { n, at }] of hits) {
         total += n;
         // An entry held in memory knows its rowid; the others are looked up (an entry gone since is skipped).
-        const rowid = this.memory.get(key)?.rowid ?? this.rowidStmt.get(key);
+        const rowid = this.hot.rowid(key) ?? this.rowidStmt.get(key);
         if (rowid !== undefined) rows.push({ rowid, n, at });
       }
       // In rowid order: neighbours share pages, which at 1M entries halves the pages read and written.
@@ -317,7 +277,7 @@ export class CacheStore {
       }
       this.addTotals(-bytes, -gone.length);
     })();
-    for (const key of gone) this.forget(key);
+    for (const key of gone) this.hot.forget(key);
     return gone.length;
   }
 
@@ -347,7 +307,7 @@ export class CacheStore {
       return rows.length;
     })();
     // Purges are rare: forget every entry held rather than work out which were purged.
-    this.forgetAll();
+    this.hot.clear();
     return n;
   }
 
@@ -363,12 +323,12 @@ export class CacheStore {
 
   /** The in-memory copy: how many entries it holds, their charged bytes, and its bound. */
   memoryUsage(): { entries: number; bytes: number; maxBytes: number } {
-    return { entries: this.memory.size, bytes: this.memoryBytes, maxBytes: this.memoryMaxBytes };
+    return this.hot.usage();
   }
 
   /** Whether `key`'s entry is held in memory (without counting as a use). */
   holds(key: string): boolean {
-    return this.memory.has(key);
+    return this.hot.has(key);
   }
 
   stats(): CacheStats {
@@ -401,7 +361,7 @@ export class CacheStore {
    */
   private sync(): void {
     if (!this.dataVersion.changed()) return;
-    this.forgetAll();
+    this.hot.clear();
     this.readTotals();
   }
 
@@ -417,91 +377,4 @@ export class CacheStore {
     if (bytes !== 0) this.bytes = this.counterStmt.get(bytes, 'bytes')!;
     if (entries !== 0) this.entries = this.counterStmt.get(entries, 'entries')!;
   }
-
-  /** Whether an entry just read from SQLite should be held in memory. */
-  private admit(rowid: number, e: CacheEntry): boolean {
-    if (this.memoryMaxBytes === 0) return false;
-    if (this.memoryBytes + memoryCharge(e) <= this.memoryMaxBytes) return true;
-    const slot = Math.imul(rowid, 0x9e3779b1) >>> this.seenShift;
-    if (this.seen[slot] === rowid) {
-      this.seen[slot] = 0;
-      return true;
-    }
-    this.seen[slot] = rowid;
-    return false;
-  }
-
-  private remember(e: CacheEntry, rowid: number): void {
-    this.forget(e.key);
-    const charge = memoryCharge(e);
-    if (charge > this.memoryMaxBytes) return;
-    const h: Held = { entry: e, rowid, charge, prev: null, next: this.head };
-    if (this.head) this.head.prev = h;
-    else this.tail = h;
-    this.head = h;
-    this.memory.set(e.key, h);
-    this.memoryBytes += charge;
-    while (this.memoryBytes > this.memoryMaxBytes && this.tail) this.drop(this.tail);
-  }
-
-  /** Make `h` the most recently used. */
-  private touch(h: Held): void {
-    if (h === this.head) return;
-    h.prev!.next = h.next;
-    if (h.next) h.next.prev = h.prev;
-    else this.tail = h.prev;
-    h.prev = null;
-    h.next = this.head;
-    this.head!.prev = h;
-    this.head = h;
-  }
-
-  private forget(key: string): void {
-    const h = this.memory.get(key);
-    if (h !== undefined) this.drop(h);
-  }
-
-  private drop(h: Held): void {
-    if (h.prev) h.prev.next = h.next;
-    else this.head = h.next;
-    if (h.next) h.next.prev = h.prev;
-    else this.tail = h.prev;
-    h.prev = h.next = null;
-    this.memory.delete(h.entry.key);
-    this.memoryBytes -= h.charge;
-  }
-
-  private forgetAll(): void {
-    this.memory.clear();
-    this.head = this.tail = null;
-    this.memoryBytes = 0;
-  }
-}
-
-/** A copy of `e` for memory, allocated apart from the short-lived entries `get` returns. */
-function copyForMemory(e: CacheEntry): CacheEntry {
-  return {
-    key: e.key,
-    endpoint: e.endpoint,
-    identity: e.identity,
-    status: e.status,
-    data: e.data,
-    meta: e.meta,
-    errorCode: e.errorCode,
-    errorMessage: e.errorMessage,
-    storedAt: e.storedAt,
-    freshAsOf: e.freshAsOf,
-    credits: e.credits,
-    size: e.size,
-  };
-}
-
-/** An entry held in memory: a node of CacheStore's recency list. */
-interface Held {
-  readonly entry: CacheEntry;
-  /** The entry's rowid in cache.db: `access` rows refer to it. */
-  readonly rowid: number;
-  readonly charge: number;
-  prev: Held | null;
-  next: Held | null;
 }
