@@ -12,7 +12,7 @@ import { registerPassthrough } from './gateway/passthrough.js';
 import type { LedgerStore } from './store/ledger.js';
 import { installOps, type OpsDeps } from './obs/ops.js';
 import { logRequest, pathOf } from './obs/request-log.js';
-import { lookupRoutes } from './http/lookups.js';
+import { earlyRefusal, lookupRoutes } from './http/lookups.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -92,7 +92,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     reply.header('x-request-id', request.id);
     // Every /v1 answer carries rate-limit fields; until a key is known, the per-IP limiter's.
     if (request.url.startsWith('/v1/')) reply.headers(deps.admission.ipState(request.ip, deps.clock.now()).headers);
-    const early = earlyRefusal(request, config);
+    const early = earlyRefusal(request.method, request.url, request.headers, config.server.maxUrlBytes);
     if (early) return sendAnswer(reply, errorAnswer(early, request.id));
   });
 
@@ -140,14 +140,3 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   return app;
 }
 
-/** Refusals that need no route: oversize URLs and bodies on reads. */
-function earlyRefusal(request: FastifyRequest, config: Readonly<Config>): Failure | null {
-  if (request.url.length > config.server.maxUrlBytes) return failure('URI_TOO_LONG');
-  if (request.method === 'GET' || request.method === 'HEAD') {
-    const len = request.headers['content-length'];
-    if ((len !== undefined && len !== '0') || request.headers['transfer-encoding'] !== undefined) {
-      return failure('BODY_NOT_ALLOWED');
-    }
-  }
-  return null;
-}

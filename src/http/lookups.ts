@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { ENDPOINTS, type EndpointDef } from '../api/endpoints.js';
 import { failure, type Failure } from '../api/errors.js';
@@ -70,13 +70,9 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
       refuse(req, res, def, failure('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry on another instance.'), ip, requestId, t0);
       return true;
     }
-    if (url.length > maxUrl) {
-      refuse(req, res, def, failure('URI_TOO_LONG'), ip, requestId, t0);
-      return true;
-    }
-    const len = req.headers['content-length'];
-    if ((len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined) {
-      refuse(req, res, def, failure('BODY_NOT_ALLOWED'), ip, requestId, t0);
+    const early = earlyRefusal(method, url, req.headers, maxUrl);
+    if (early) {
+      refuse(req, res, def, early, ip, requestId, t0);
       return true;
     }
     // A lookup takes no body; whatever arrives anyway is drained so the connection stays usable.
@@ -100,6 +96,16 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
     }, failed);
     return true;
   };
+}
+
+/** Refusals that need no route, for both HTTP layers: oversize URLs, and bodies on reads. */
+export function earlyRefusal(method: string, url: string, headers: IncomingHttpHeaders, maxUrlBytes: number): Failure | null {
+  if (url.length > maxUrlBytes) return failure('URI_TOO_LONG');
+  if (method === 'GET' || method === 'HEAD') {
+    const len = headers['content-length'];
+    if ((len !== undefined && len !== '0') || headers['transfer-encoding'] !== undefined) return failure('BODY_NOT_ALLOWED');
+  }
+  return null;
 }
 
 /**
