@@ -1,7 +1,7 @@
 import { ENDPOINT_NAMES } from '../api/endpoints.js';
 import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
-import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
+import { DEFAULT_MEMORY_MAX_BYTES, entryOf, HotEntries } from './hot-entries.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
 export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
@@ -169,20 +169,7 @@ export class CacheStore {
     // Bytes of the stored text plus a fixed allowance for the row's other columns and index entries.
     const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
     const size = text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
-    const entry: CacheEntry = {
-      key: e.key,
-      endpoint: e.endpoint,
-      identity: e.identity,
-      status: e.status,
-      data: e.data,
-      meta: e.meta,
-      errorCode: e.errorCode,
-      errorMessage: e.errorMessage,
-      storedAt: e.storedAt,
-      freshAsOf: e.freshAsOf,
-      credits: e.credits,
-      size,
-    };
+    const entry = entryOf(e, size);
     const rowid = this.db.transaction(() => {
       const old = this.oldStmt.get(e.key);
       const rowid = this.putStmt.get(entry)!;

@@ -1,4 +1,4 @@
-import type { CacheEntry } from './cache.js';
+import type { CacheEntry, NewEntry } from './cache.js';
 
 /**
  * What `memoryMaxBytes` is when not given: ~1,500 profile-sized entries. Measured at 1M entries,
@@ -74,7 +74,7 @@ export class HotEntries {
    * garbage behind (measured: 3x the old-generation growth, +6–12 µs a hit).
    */
   offer(rowid: number, e: CacheEntry): void {
-    if (this.admit(rowid, e)) this.remember(copyForMemory(e), rowid);
+    if (this.admit(rowid, e)) this.remember(entryOf(e, e.size), rowid);
   }
 
   /** An entry just written: held as it is, replacing any held for its key. */
@@ -147,8 +147,12 @@ export class HotEntries {
   }
 }
 
-/** A copy of `e` for memory, allocated apart from the short-lived entries `CacheStore.get` returns. */
-function copyForMemory(e: CacheEntry): CacheEntry {
+/**
+ * A CacheEntry with its own fields only, in one shape. Entries built here live in memory
+ * (CacheStore.put's, and the copies `offer` takes), apart from the short-lived entries
+ * `CacheStore.get` builds: see `offer` for why the allocation sites must differ.
+ */
+export function entryOf(e: NewEntry, size: number): CacheEntry {
   return {
     key: e.key,
     endpoint: e.endpoint,
@@ -161,7 +165,7 @@ function copyForMemory(e: CacheEntry): CacheEntry {
     storedAt: e.storedAt,
     freshAsOf: e.freshAsOf,
     credits: e.credits,
-    size: e.size,
+    size,
   };
 }
 
