@@ -1,6 +1,8 @@
 /**
  * A/B of the hit path between two Tollgate builds, to check an optimization:
  *   npx tsx bench/compare.ts <dir A> <dir B>     (each a checkout with a built dist/)
+ * Each side may carry node flags after its dir, in one argument: `". --max-semi-space-size=4"`
+ * compares this build with itself under a V8 flag.
  * Both gateways run side by side on one simulator and are loaded in alternation, so that
  * whatever else runs on the machine weighs on both alike. Not part of `npm run bench`.
  */
@@ -17,20 +19,23 @@ import { SIM_KEY } from './lib/stack.js';
 const ROUNDS = 5;
 const DURATION_S = 6;
 
-const targets = process.argv.slice(2).map((d) => resolve(d));
+const targets = process.argv.slice(2).map((arg) => {
+  const [dir, ...nodeArgs] = arg.trim().split(/\s+/);
+  return { dir: resolve(dir!), nodeArgs };
+});
 if (targets.length !== 2) {
-  console.error('usage: tsx bench/compare.ts <dir A> <dir B>');
+  console.error('usage: tsx bench/compare.ts "<dir A> [node flags]" "<dir B> [node flags]"');
   process.exit(2);
 }
 const sim = await startSimulator(SIM_KEY);
-const sides: Array<{ target: string; dir: string; gw: Gateway; auth: Record<string, string>; rps: number[]; cpu: number[] }> = [];
+const sides: Array<{ target: (typeof targets)[number]; dir: string; gw: Gateway; auth: Record<string, string>; rps: number[]; cpu: number[] }> = [];
 try {
   for (const target of targets) {
-    const cli = join(target, 'dist', 'cli.js');
+    const cli = join(target.dir, 'dist', 'cli.js');
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-compare-'));
     const out = execFileSync(process.execPath, [cli, 'keys', 'create', '--name', 'bench', '--json', '--data-dir', dir], { encoding: 'utf8' });
     const auth = { authorization: `Bearer ${(JSON.parse(out) as { key: string }).key}` };
-    const gw = await startGateway({ cli, dataDir: dir, upstreamUrl: sim.url, upstreamKey: SIM_KEY, logFile: join(dir, 'gateway.log') });
+    const gw = await startGateway({ cli, dataDir: dir, upstreamUrl: sim.url, upstreamKey: SIM_KEY, logFile: join(dir, 'gateway.log'), nodeArgs: target.nodeArgs });
     sides.push({ target, dir, gw, auth, rps: [], cpu: [] });
     await fillThroughGateway(gw.url, auth, HIT_ENTITIES);
   }
@@ -50,7 +55,7 @@ try {
     }
   }
   for (const s of sides) {
-    console.log(`${s.target}: median ${median(s.rps).toFixed(0)} req/s, ${median(s.cpu).toFixed(1)} µs CPU/request (rounds: ${s.cpu.map((c) => c.toFixed(0)).join(', ')})`);
+    console.log(`${[s.target.dir, ...s.target.nodeArgs].join(' ')}: median ${median(s.rps).toFixed(0)} req/s, ${median(s.cpu).toFixed(1)} µs CPU/request (rounds: ${s.cpu.map((c) => c.toFixed(0)).join(', ')})`);
   }
   const [a, b] = sides as [(typeof sides)[0], (typeof sides)[0]];
   console.log(`B vs A: throughput ×${(median(b.rps) / median(a.rps)).toFixed(3)}, CPU per request ×${(median(b.cpu) / median(a.cpu)).toFixed(3)}`);

@@ -50,7 +50,7 @@ async function lookupStages(deps: LookupDeps, def: EndpointDef, key: ApiKey, inc
   const entryTtl = (status: number) => (status === 200 ? ttlMs(deps.cacheConfig, def.name) : negativeTtlMs(deps.cacheConfig, status));
   if (decision.action === 'hit') {
     // A hit is free: it is served whatever the credit budgets say.
-    deps.cache.recordHit(ck, now);
+    deps.cache.recordHit(entry!, now);
     const { answer, simple } = hitAnswer(entry!, requestId, now, entryTtl(entry!.status));
     trace.cache = simple;
     trace.creditsUsed = 0;

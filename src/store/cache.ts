@@ -10,6 +10,11 @@ export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
 export const STORED_STATUSES = [200, 404, 513] as const;
 
 export interface CacheEntry {
+  /**
+   * The row's rowid in cache.db: `access` rows refer to it, and recordHit counts by it (a
+   * number, where the key would be a ~100-byte string kept alive until the flush).
+   */
+  readonly id: number;
   readonly key: string;
   readonly endpoint: string;
   readonly identity: string;
@@ -27,7 +32,7 @@ export interface CacheEntry {
   readonly size: number;
 }
 
-export type NewEntry = Omit<CacheEntry, 'size'>;
+export type NewEntry = Omit<CacheEntry, 'size' | 'id'>;
 
 /** A row as `getStmt` returns it in raw mode (arrays are cheaper to build than objects). */
 type RawRow = [
@@ -75,7 +80,6 @@ export class CacheStore {
   private readonly getStmt;
   private readonly oldStmt;
   private readonly putStmt;
-  private readonly rowidStmt;
   private readonly accessPutStmt;
   private readonly accessDeleteStmt;
   private readonly accessRepairStmt;
@@ -89,8 +93,14 @@ export class CacheStore {
   /** Kept equal to the `bytes` and `entries` counters, so that a metrics scrape never counts the table. */
   private bytes = 0;
   private entries = 0;
-  /** Hits are counted in memory and written in batches: a write per hit would cost more than the hit. */
-  private pendingHits = new Map<string, { n: number; at: number }>();
+  /**
+   * Hits are counted in memory and written in batches: a write per hit would cost more than the
+   * hit. Per row, by rowid (a number, where the key would be a ~100-byte string kept alive until
+   * the flush): a row deleted meanwhile takes its count with it, so that a later row given the
+   * same rowid does not inherit it. The total goes to the `hits` counter whatever happens to the rows.
+   */
+  private pendingHits = new Map<number, { n: number; at: number }>();
+  private pendingHitTotal = 0;
   private pendingMisses = 0;
   /** Recently read or written entries: dropped whole when another connection commits to the file. */
   private readonly hot: HotEntries;
@@ -109,7 +119,7 @@ export class CacheStore {
     this.oldStmt = db.prepare<[string], { rowid: number; size: number }>('SELECT rowid, size FROM entries WHERE key = ?');
     // An update in place keeps the rowid, which `access` refers to.
     this.putStmt = db
-      .prepare<[CacheEntry], number>(
+      .prepare<[Omit<CacheEntry, 'id'>], number>(
         `INSERT INTO entries
           (key, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size, last_access)
           VALUES (@key, @endpoint, @identity, @status, @data, @meta, @errorCode, @errorMessage, @storedAt, @freshAsOf, @credits, @size, @storedAt)
@@ -119,7 +129,6 @@ export class CacheStore {
         RETURNING rowid`,
       )
       .pluck();
-    this.rowidStmt = db.prepare<[string], number>('SELECT rowid FROM entries WHERE key = ?').pluck();
     this.accessPutStmt = db.prepare<[number, number]>('INSERT OR REPLACE INTO access (id, hits, last_hit, last_access) VALUES (?, 0, NULL, ?)');
     this.accessDeleteStmt = db.prepare<[number]>('DELETE FROM access WHERE id = ?');
     this.accessRepairStmt = db.prepare(
@@ -147,6 +156,7 @@ export class CacheStore {
     const r = this.getStmt.get(key);
     if (!r) return null;
     const e: CacheEntry = {
+      id: r[0],
       key,
       endpoint: r[1],
       identity: r[2],
@@ -161,7 +171,7 @@ export class CacheStore {
       size: r[11],
     };
     // Never kept itself: `offer` holds a copy, for the reason given there (pretenuring).
-    this.hot.offer(r[0], e);
+    this.hot.offer(e);
     return e;
   }
 
@@ -169,23 +179,24 @@ export class CacheStore {
     // Bytes of the stored text plus a fixed allowance for the row's other columns and index entries.
     const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
     const size = text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
-    const entry = entryOf(e, size);
     const rowid = this.db.transaction(() => {
       const old = this.oldStmt.get(e.key);
-      const rowid = this.putStmt.get(entry)!;
+      const rowid = this.putStmt.get({ ...e, size })!;
       this.accessPutStmt.run(rowid, e.storedAt);
       this.addTotals(size - (old?.size ?? 0), old ? 0 : 1);
       return rowid;
     })();
-    this.hot.put(entry, rowid);
+    this.hot.put(entryOf(e, size, rowid));
   }
 
-  recordHit(key: string, at: number): void {
-    const p = this.pendingHits.get(key);
+  /** Count a hit on an entry `get` returned. */
+  recordHit(e: CacheEntry, at: number): void {
+    this.pendingHitTotal++;
+    const p = this.pendingHits.get(e.id);
     if (p) {
       p.n++;
       p.at = at;
-    } else this.pendingHits.set(key, { n: 1, at });
+    } else this.pendingHits.set(e.id, { n: 1, at });
   }
 
   recordMiss(): void {
@@ -194,24 +205,19 @@ export class CacheStore {
 
   /** Write batched hit counters. */
   flush(): void {
-    if (this.pendingHits.size === 0 && this.pendingMisses === 0) return;
+    if (this.pendingHitTotal === 0 && this.pendingMisses === 0) return;
     this.sync();
     const hits = this.pendingHits;
-    const misses = this.pendingMisses;
+    const [total, misses] = [this.pendingHitTotal, this.pendingMisses];
     this.pendingHits = new Map();
-    this.pendingMisses = 0;
-    let total = 0;
+    this.pendingHitTotal = this.pendingMisses = 0;
+    // In rowid order: neighbours share pages, which at 1M entries halves the pages read and written.
+    const rowids = [...hits.keys()].sort((a, b) => a - b);
     this.db.transaction(() => {
-      const rows: Array<{ rowid: number; n: number; at: number }> = [];
-      for (const [key, { n, at }] of hits) {
-        total += n;
-        // An entry held in memory knows its rowid; the others are looked up (an entry gone since is skipped).
-        const rowid = this.hot.rowid(key) ?? this.rowidStmt.get(key);
-        if (rowid !== undefined) rows.push({ rowid, n, at });
+      for (const rowid of rowids) {
+        const { n, at } = hits.get(rowid)!;
+        this.hitStmt.run(n, at, at, rowid);
       }
-      // In rowid order: neighbours share pages, which at 1M entries halves the pages read and written.
-      rows.sort((a, b) => a.rowid - b.rowid);
-      for (const r of rows) this.hitStmt.run(r.n, r.at, r.at, r.rowid);
       this.counterStmt.get(total, 'hits');
       this.counterStmt.get(misses, 'misses');
     })();
@@ -258,6 +264,7 @@ export class CacheStore {
         if (this.bytes - bytes <= stopAtBytes) break;
         const r = this.deleteStmt.get(rowid);
         this.accessDeleteStmt.run(rowid);
+        this.pendingHits.delete(rowid);
         if (!r) continue;
         bytes += r.size;
         gone.push(r.key);
@@ -282,12 +289,14 @@ export class CacheStore {
         this.db.prepare('DELETE FROM access').run();
         this.db.prepare("UPDATE counters SET value = 0 WHERE name IN ('bytes', 'entries')").run();
         this.bytes = this.entries = 0;
+        this.pendingHits.clear();
         return n;
       }
       const rows = this.db.prepare<string[], { rowid: number; size: number }>(`DELETE FROM entries ${where} RETURNING rowid, size`).all(...params);
       let bytes = 0;
       for (const r of rows) {
         this.accessDeleteStmt.run(r.rowid);
+        this.pendingHits.delete(r.rowid);
         bytes += r.size;
       }
       this.addTotals(-bytes, -rows.length);
@@ -349,6 +358,9 @@ export class CacheStore {
   private sync(): void {
     if (!this.dataVersion.changed()) return;
     this.hot.clear();
+    // Rows may have been deleted and their rowids reused: drop the per-row counts (recency of
+    // a few seconds), not the total.
+    this.pendingHits.clear();
     this.readTotals();
   }
 

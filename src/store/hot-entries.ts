@@ -57,11 +57,6 @@ export class HotEntries {
     return held.entry;
   }
 
-  /** The rowid of the entry held for `key` (without counting as a use). */
-  rowid(key: string): number | undefined {
-    return this.memory.get(key)?.rowid;
-  }
-
   /** Whether `key`'s entry is held (without counting as a use). */
   has(key: string): boolean {
     return this.memory.has(key);
@@ -73,13 +68,13 @@ export class HotEntries {
    * every one in the old generation (pretenuring), and each read would leave old-generation
    * garbage behind (measured: 3x the old-generation growth, +6–12 µs a hit).
    */
-  offer(rowid: number, e: CacheEntry): void {
-    if (this.admit(rowid, e)) this.remember(entryOf(e, e.size), rowid);
+  offer(e: CacheEntry): void {
+    if (this.admit(e)) this.remember(entryOf(e, e.size, e.id));
   }
 
   /** An entry just written: held as it is, replacing any held for its key. */
-  put(e: CacheEntry, rowid: number): void {
-    this.remember(e, rowid);
+  put(e: CacheEntry): void {
+    this.remember(e);
   }
 
   forget(key: string): void {
@@ -99,9 +94,10 @@ export class HotEntries {
   }
 
   /** Whether an entry just read from SQLite should be held in memory. */
-  private admit(rowid: number, e: CacheEntry): boolean {
+  private admit(e: CacheEntry): boolean {
     if (this.maxBytes === 0) return false;
     if (this.memoryBytes + memoryCharge(e) <= this.maxBytes) return true;
+    const rowid = e.id;
     const slot = Math.imul(rowid, 0x9e3779b1) >>> this.seenShift;
     if (this.seen[slot] === rowid) {
       this.seen[slot] = 0;
@@ -111,11 +107,11 @@ export class HotEntries {
     return false;
   }
 
-  private remember(e: CacheEntry, rowid: number): void {
+  private remember(e: CacheEntry): void {
     this.forget(e.key);
     const charge = memoryCharge(e);
     if (charge > this.maxBytes) return;
-    const h: Held = { entry: e, rowid, charge, prev: null, next: this.head };
+    const h: Held = { entry: e, charge, prev: null, next: this.head };
     if (this.head) this.head.prev = h;
     else this.tail = h;
     this.head = h;
@@ -152,8 +148,9 @@ export class HotEntries {
  * (CacheStore.put's, and the copies `offer` takes), apart from the short-lived entries
  * `CacheStore.get` builds: see `offer` for why the allocation sites must differ.
  */
-export function entryOf(e: NewEntry, size: number): CacheEntry {
+export function entryOf(e: NewEntry, size: number, id: number): CacheEntry {
   return {
+    id,
     key: e.key,
     endpoint: e.endpoint,
     identity: e.identity,
@@ -172,8 +169,6 @@ export function entryOf(e: NewEntry, size: number): CacheEntry {
 /** An entry held in memory: a node of HotEntries' recency list. */
 interface Held {
   readonly entry: CacheEntry;
-  /** The entry's rowid in cache.db: `access` rows refer to it. */
-  readonly rowid: number;
   readonly charge: number;
   prev: Held | null;
   next: Held | null;

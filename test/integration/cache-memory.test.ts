@@ -210,7 +210,7 @@ describe('CacheStore: entries held in memory', () => {
     const { db, cache } = store();
     cache.put(entry(1, { data: '"v1"' }));
     const rowid = rowidOf(db, entry(1).key);
-    cache.recordHit(entry(1).key, 5_000);
+    cache.recordHit(cache.get(entry(1).key)!, 5_000);
     cache.flush();
     cache.put(entry(1));
     expect(rowidOf(db, entry(1).key)).toBe(rowid);
@@ -230,8 +230,8 @@ describe('CacheStore: hit statistics, totals, schema', () => {
   it('hits move an entry up the LRU order through the narrow access table', () => {
     const { db, cache } = store();
     for (const i of [1, 2, 3]) cache.put(entry(i));
-    cache.recordHit(entry(1).key, 5_000);
-    cache.recordHit(entry(1).key, 5_001);
+    cache.recordHit(cache.get(entry(1).key)!, 5_000);
+    cache.recordHit(cache.get(entry(1).key)!, 5_001);
     cache.recordMiss();
     cache.flush();
     const row = db.prepare('SELECT hits, last_hit, last_access FROM access WHERE id = ?').get(rowidOf(db, entry(1).key));
@@ -242,6 +242,40 @@ describe('CacheStore: hit statistics, totals, schema', () => {
     expect(cache.maintain(2.5 * size, noneDead)).toBe(1);
     expect([1, 2, 3].map((i) => cache.get(entry(i).key) !== null)).toEqual([true, false, true]);
     expect(db.prepare('SELECT COUNT(*) FROM access').pluck().get()).toBe(2);
+  });
+
+  it('counts hits by row, for entries read from SQLite too; a deleted row takes its count with it', () => {
+    const { db, cache } = store(0); // nothing held in memory: every get reads its row
+    for (const i of [1, 2, 3]) cache.put(entry(i));
+    const [one, three] = [cache.get(entry(1).key)!, cache.get(entry(3).key)!];
+    expect(one.id).toBe(rowidOf(db, entry(1).key));
+    cache.recordHit(one, 6_000);
+    cache.recordHit(three, 6_001);
+    cache.purge({ identity: entry(3).identity });
+    // SQLite gives the next row the highest rowid + 1: the purged entry's. Its count must not follow.
+    cache.put(entry(4));
+    expect(rowidOf(db, entry(4).key)).toBe(three.id);
+    cache.flush();
+    const statsOf = (i: number) => db.prepare('SELECT hits, last_hit FROM access WHERE id = ?').get(rowidOf(db, entry(i).key));
+    expect([statsOf(1), statsOf(2), statsOf(4)]).toEqual([
+      { hits: 1, last_hit: 6_000 },
+      { hits: 0, last_hit: null },
+      { hits: 0, last_hit: null },
+    ]);
+    expect(cache.stats()).toMatchObject({ entries: 3, hits: 2 }); // the total keeps both hits
+  });
+
+  it("drops per-row counts, not the total, when another connection has changed the file", async () => {
+    const { db, cache } = store(0);
+    const other = store(0).cache; // the CLI's connection
+    for (const i of [1, 2]) cache.put(entry(i));
+    cache.recordHit(cache.get(entry(2).key)!, 6_000);
+    other.purge({ identity: entry(2).identity });
+    other.put(entry(3)); // reuses entry 2's rowid
+    await nextTurn();
+    cache.flush();
+    expect(db.prepare('SELECT hits FROM access WHERE id = ?').pluck().get(rowidOf(db, entry(3).key))).toBe(0);
+    expect(cache.stats()).toMatchObject({ entries: 2, hits: 1 });
   });
 
   it('keeps the stored byte and entry totals exact across connections and reopening', async () => {
