@@ -43,5 +43,6 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
 # SIGTERM drains in-flight requests for server.shutdownGraceMs (10 s): give `docker stop`
 # more than that (--stop-timeout 20 or stop_grace_period: 20s).
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["node", "dist/cli.js"]
+# The young generation capped as in `npm start` (README "Memory"): ~16 MB less RSS under load.
+ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/cli.js"]
 CMD ["serve"]

@@ -6,7 +6,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { request } from 'undici';
 import { CLI, ROOT, TARGET } from './dist.js';
 
@@ -91,9 +91,21 @@ export interface GatewayOptions {
   /** Where stdout and stderr go: the gateway logs at `info`, as in production. */
   logFile: string;
   configFile?: string;
+  /** Node flags after those `npm start` gives (`startFlags`); a later V8 flag overrides an earlier one. */
   nodeArgs?: string[];
   /** Another build's dist/cli.js (A/B comparisons); the target build's by default. */
   cli?: string;
+}
+
+/**
+ * The node flags of the build's `npm start` (`node <flags> dist/cli.js serve`), so that the
+ * gateway is measured as operators run it (the Dockerfile's entrypoint has the same flags).
+ */
+export function startFlags(root: string): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
+  const m = /^node((?:\s+--\S+)*)\s+dist\/cli\.js\s+serve$/.exec(pkg.scripts?.start ?? '');
+  if (!m) throw new Error(`${root}/package.json: scripts.start is not "node [flags] dist/cli.js serve"`);
+  return m[1]!.trim().split(/\s+/).filter(Boolean);
 }
 
 /** `tollgate serve` on an ephemeral loopback port; resolves when /readyz answers 200. */
@@ -111,7 +123,9 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     ...(o.configFile ? { TOLLGATE_CONFIG: o.configFile } : {}),
   });
   const spawnedAt = performance.now();
-  const proc = spawn(process.execPath, [...(o.nodeArgs ?? []), o.cli ?? CLI, 'serve'], { stdio: ['ignore', fd, fd], env, cwd: TARGET });
+  const cli = o.cli ?? CLI;
+  const flags = [...startFlags(join(dirname(cli), '..')), ...(o.nodeArgs ?? [])];
+  const proc = spawn(process.execPath, [...flags, cli, 'serve'], { stdio: ['ignore', fd, fd], env, cwd: TARGET });
   closeSync(fd);
   const log = () => readFileSync(o.logFile, 'utf8');
   const life = watchExit(proc, 'gateway', () => log().slice(-4000));

@@ -93,8 +93,17 @@ describe('Dockerfile', () => {
     expect(runtime).toMatch(/TOLLGATE_DATA_DIR=\/data/);
     expect(runtime).toMatch(/^EXPOSE 8080$/m);
     expect(runtime).toMatch(/^HEALTHCHECK .*\n\s+CMD \[.*\/healthz/m);
-    expect(runtime).toMatch(/^ENTRYPOINT \["node", "dist\/cli\.js"\]$/m);
+    expect(runtime).toMatch(/^ENTRYPOINT \["node", (?:"--[^"]+", )*"dist\/cli\.js"\]$/m);
     expect(runtime).toMatch(/^CMD \["serve"\]$/m);
+  });
+
+  it('starts node with the same flags as `npm start` (which the benchmarks measure)', () => {
+    const start = (JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start;
+    const npmFlags = /^node((?: --\S+)*) dist\/cli\.js serve$/.exec(start)?.[1]?.trim().split(' ');
+    const entry = /^ENTRYPOINT (\[.*\])$/m.exec(text)?.[1];
+    const dockerFlags = (JSON.parse(entry!) as string[]).slice(1, -1);
+    expect(npmFlags).toContain('--max-semi-space-size=8');
+    expect(dockerFlags).toEqual(npmFlags);
   });
 
   it('.dockerignore keeps local state and secrets out of the build context', () => {
