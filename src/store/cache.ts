@@ -1,38 +1,17 @@
 import { ENDPOINT_NAMES } from '../api/endpoints.js';
 import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
-import { DEFAULT_MEMORY_MAX_BYTES, entryOf, HotEntries } from './hot-entries.js';
+import { entryOf, type CacheEntry, type NewEntry } from './cache-entry.js';
+import { HitCounts } from './hit-counts.js';
+import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
+export type { CacheEntry, NewEntry } from './cache-entry.js';
 export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
 
 /** The answers the cache stores: data, and the provider's 404 and 513 for the negative cache. */
 export const STORED_STATUSES = [200, 404, 513] as const;
 
-export interface CacheEntry {
-  /**
-   * The row's rowid in cache.db: `access` rows refer to it, and recordHit counts by it (a
-   * number, where the key would be a ~100-byte string kept alive until the flush).
-   */
-  readonly id: number;
-  readonly key: string;
-  readonly endpoint: string;
-  readonly identity: string;
-  readonly status: number;
-  /** The provider's `data`, as JSON text (200 only). */
-  readonly data: string | null;
-  /** Provider `meta` without `cached` and `credits_used`, as JSON object text (200 only). */
-  readonly meta: string | null;
-  readonly errorCode: string | null;
-  readonly errorMessage: string | null;
-  readonly storedAt: number;
-  readonly freshAsOf: number | null;
-  /** What the fetch that stored it cost: the credits each hit saves. */
-  readonly credits: number;
-  readonly size: number;
-}
-
-export type NewEntry = Omit<CacheEntry, 'size' | 'id'>;
 
 /** A row as `getStmt` returns it in raw mode (arrays are cheaper to build than objects). */
 type RawRow = [
@@ -93,15 +72,7 @@ export class CacheStore {
   /** Kept equal to the `bytes` and `entries` counters, so that a metrics scrape never counts the table. */
   private bytes = 0;
   private entries = 0;
-  /**
-   * Hits are counted in memory and written in batches: a write per hit would cost more than the
-   * hit. Per row, by rowid (a number, where the key would be a ~100-byte string kept alive until
-   * the flush): a row deleted meanwhile takes its count with it, so that a later row given the
-   * same rowid does not inherit it. The total goes to the `hits` counter whatever happens to the rows.
-   */
-  private pendingHits = new Map<number, { n: number; at: number }>();
-  private pendingHitTotal = 0;
-  private pendingMisses = 0;
+  private readonly counts = new HitCounts();
   /** Recently read or written entries: dropped whole when another connection commits to the file. */
   private readonly hot: HotEntries;
 
@@ -191,35 +162,22 @@ export class CacheStore {
 
   /** Count a hit on an entry `get` returned. */
   recordHit(e: CacheEntry, at: number): void {
-    this.pendingHitTotal++;
-    const p = this.pendingHits.get(e.id);
-    if (p) {
-      p.n++;
-      p.at = at;
-    } else this.pendingHits.set(e.id, { n: 1, at });
+    this.counts.hit(e, at);
   }
 
   recordMiss(): void {
-    this.pendingMisses++;
+    this.counts.miss();
   }
 
-  /** Write batched hit counters. */
+  /** Write the batched hit statistics. */
   flush(): void {
-    if (this.pendingHitTotal === 0 && this.pendingMisses === 0) return;
+    if (this.counts.empty) return;
     this.sync();
-    const hits = this.pendingHits;
-    const [total, misses] = [this.pendingHitTotal, this.pendingMisses];
-    this.pendingHits = new Map();
-    this.pendingHitTotal = this.pendingMisses = 0;
-    // In rowid order: neighbours share pages, which at 1M entries halves the pages read and written.
-    const rowids = [...hits.keys()].sort((a, b) => a - b);
+    const batch = this.counts.take();
     this.db.transaction(() => {
-      for (const rowid of rowids) {
-        const { n, at } = hits.get(rowid)!;
-        this.hitStmt.run(n, at, at, rowid);
-      }
-      this.counterStmt.get(total, 'hits');
-      this.counterStmt.get(misses, 'misses');
+      for (const [rowid, n, at] of batch.rows) this.hitStmt.run(n, at, at, rowid);
+      this.counterStmt.get(batch.hits, 'hits');
+      this.counterStmt.get(batch.misses, 'misses');
     })();
   }
 
@@ -264,7 +222,7 @@ export class CacheStore {
         if (this.bytes - bytes <= stopAtBytes) break;
         const r = this.deleteStmt.get(rowid);
         this.accessDeleteStmt.run(rowid);
-        this.pendingHits.delete(rowid);
+        this.counts.forget(rowid);
         if (!r) continue;
         bytes += r.size;
         gone.push(r.key);
@@ -289,14 +247,14 @@ export class CacheStore {
         this.db.prepare('DELETE FROM access').run();
         this.db.prepare("UPDATE counters SET value = 0 WHERE name IN ('bytes', 'entries')").run();
         this.bytes = this.entries = 0;
-        this.pendingHits.clear();
+        this.counts.forgetRows();
         return n;
       }
       const rows = this.db.prepare<string[], { rowid: number; size: number }>(`DELETE FROM entries ${where} RETURNING rowid, size`).all(...params);
       let bytes = 0;
       for (const r of rows) {
         this.accessDeleteStmt.run(r.rowid);
-        this.pendingHits.delete(r.rowid);
+        this.counts.forget(r.rowid);
         bytes += r.size;
       }
       this.addTotals(-bytes, -rows.length);
@@ -358,9 +316,8 @@ export class CacheStore {
   private sync(): void {
     if (!this.dataVersion.changed()) return;
     this.hot.clear();
-    // Rows may have been deleted and their rowids reused: drop the per-row counts (recency of
-    // a few seconds), not the total.
-    this.pendingHits.clear();
+    this.counts.forgetRows(); // recency of a few seconds, not the totals
+
     this.readTotals();
   }
 

@@ -1,4 +1,4 @@
-import type { CacheEntry, NewEntry } from './cache.js';
+import { entryOf, type CacheEntry } from './cache-entry.js';
 
 /**
  * What `memoryMaxBytes` is when not given: ~1,500 profile-sized entries. Measured at 1M entries,
@@ -141,29 +141,6 @@ export class HotEntries {
     this.memory.delete(h.entry.key);
     this.memoryBytes -= h.charge;
   }
-}
-
-/**
- * A CacheEntry with its own fields only, in one shape. Entries built here live in memory
- * (CacheStore.put's, and the copies `offer` takes), apart from the short-lived entries
- * `CacheStore.get` builds: see `offer` for why the allocation sites must differ.
- */
-export function entryOf(e: NewEntry, size: number, id: number): CacheEntry {
-  return {
-    id,
-    key: e.key,
-    endpoint: e.endpoint,
-    identity: e.identity,
-    status: e.status,
-    data: e.data,
-    meta: e.meta,
-    errorCode: e.errorCode,
-    errorMessage: e.errorMessage,
-    storedAt: e.storedAt,
-    freshAsOf: e.freshAsOf,
-    credits: e.credits,
-    size,
-  };
 }
 
 /** An entry held in memory: a node of HotEntries' recency list. */

@@ -1,0 +1,53 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { CacheEntry } from '../../src/store/cache-entry.js';
+import { HitCounts } from '../../src/store/hit-counts.js';
+
+const row = (id: number) => ({ id }) as CacheEntry;
+
+type Op = { t: 'hit'; id: number; at: number } | { t: 'miss' } | { t: 'forget'; id: number } | { t: 'forgetRows' };
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ t: fc.constant('hit' as const), id: fc.integer({ min: 1, max: 20 }), at: fc.integer({ min: 0, max: 1e6 }) }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('miss' as const) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('forget' as const), id: fc.integer({ min: 1, max: 20 }) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('forgetRows' as const) }) },
+);
+
+describe('HitCounts', () => {
+  it('takes per-row counts in rowid order, without forgotten rows, and totals that keep every hit and miss', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 200 }), (ops) => {
+        const c = new HitCounts();
+        const model = new Map<number, { n: number; at: number }>();
+        let hits = 0;
+        let misses = 0;
+        for (const o of ops) {
+          if (o.t === 'hit') {
+            c.hit(row(o.id), o.at);
+            hits++;
+            const m = model.get(o.id);
+            model.set(o.id, { n: (m?.n ?? 0) + 1, at: o.at });
+          } else if (o.t === 'miss') {
+            c.miss();
+            misses++;
+          } else if (o.t === 'forget') {
+            c.forget(o.id);
+            model.delete(o.id);
+          } else {
+            c.forgetRows();
+            model.clear();
+          }
+        }
+        expect(c.empty).toBe(hits + misses === 0);
+        const batch = c.take();
+        expect(batch.hits).toBe(hits);
+        expect(batch.misses).toBe(misses);
+        const expected = [...model].sort((a, b) => a[0] - b[0]).map(([id, { n, at }]) => [id, n, at]);
+        expect(batch.rows).toEqual(expected);
+        // Taken means gone: the next batch starts empty.
+        expect(c.empty).toBe(true);
+        expect(c.take()).toEqual({ rows: [], hits: 0, misses: 0 });
+      }),
+    );
+  });
+});
