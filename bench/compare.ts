@@ -16,7 +16,7 @@ import { startGateway, startSimulator, type Gateway } from './lib/procs.js';
 import { median } from './lib/stats.js';
 import { SIM_KEY } from './lib/stack.js';
 
-const ROUNDS = 5;
+const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 5);
 const DURATION_S = 6;
 
 const targets = process.argv.slice(2).map((arg) => {

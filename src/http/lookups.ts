@@ -7,6 +7,7 @@ import { handleLookup, type LookupTrace } from '../gateway/lookup.js';
 import { errorAnswer, type Answer } from '../gateway/render.js';
 import type { ServerDeps } from '../server.js';
 import { logRequest } from '../obs/request-log.js';
+import { TurnWrites } from './turn-writes.js';
 
 const BY_PATH: ReadonlyMap<string, EndpointDef> = new Map(ENDPOINTS.map((d) => [d.path, d]));
 const CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -25,29 +26,43 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
   const trustProxy = config.server.trustProxy;
   const maxUrl = config.server.maxUrlBytes;
 
+  const writes = new TurnWrites((err) => deps.logger.error({ err }, 'unhandled error while writing an answer'));
+
+  /** Answer (at the end of this event-loop turn: TurnWrites), then meter and log it. */
   function send(req: IncomingMessage, res: ServerResponse, def: EndpointDef, a: Answer, requestId: string, trace: LookupTrace | null, t0: number): void {
-    const headers = a.headers;
-    headers['x-request-id'] = requestId;
-    headers['content-type'] = CONTENT_TYPE;
-    headers['content-length'] = String(Buffer.byteLength(a.body));
-    // Answers finishing during a drain close their connection, so a keep-alive socket cannot hold the shutdown open.
-    if (ops.draining()) headers.connection = 'close';
-    // HEAD: node:http sends the headers (Content-Length included) and drops the body.
-    res.writeHead(a.status, headers);
-    res.end(a.body);
-    const seconds = (performance.now() - t0) / 1000;
-    ops.metrics.observeRequest({
-      endpoint: def.name,
-      status: a.status,
-      seconds,
-      cache: trace?.cache,
-      collapsed: trace?.collapsed,
-      keyName: trace?.keyName,
-      creditsUsed: trace?.creditsUsed,
-      creditsSaved: trace?.creditsSaved,
-      errorCode: a.errorCode ?? null,
+    writes.defer(() => {
+      try {
+        const headers = a.headers;
+        headers['x-request-id'] = requestId;
+        headers['content-type'] = CONTENT_TYPE;
+        headers['content-length'] = String(Buffer.byteLength(a.body));
+        // Answers finishing during a drain close their connection, so a keep-alive socket cannot hold the shutdown open.
+        if (ops.draining()) headers.connection = 'close';
+        // HEAD: node:http sends the headers (Content-Length included) and drops the body.
+        // writeHead throws on a header value node refuses (say, a provider request id with a control character).
+        res.writeHead(a.status, headers);
+        res.end(a.body);
+      } catch (err) {
+        deps.logger.error({ err, reqId: requestId }, 'unhandled error');
+        // Headers already out (the body write failed), or the error answer itself failed: nothing truthful can follow.
+        if (res.headersSent || a.errorCode === 'INTERNAL_ERROR') res.destroy();
+        else send(req, res, def, errorAnswer(failure('INTERNAL_ERROR'), requestId), requestId, trace, t0);
+        return;
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      ops.metrics.observeRequest({
+        endpoint: def.name,
+        status: a.status,
+        seconds,
+        cache: trace?.cache,
+        collapsed: trace?.collapsed,
+        keyName: trace?.keyName,
+        creditsUsed: trace?.creditsUsed,
+        creditsSaved: trace?.creditsSaved,
+        errorCode: a.errorCode ?? null,
+      });
+      logRequest(deps.logger, { reqId: requestId, method: req.method!, url: req.url!, status: a.status, code: a.errorCode, endpoint: def.name, trace, ms: seconds * 1000 });
     });
-    logRequest(deps.logger, { reqId: requestId, method: req.method!, url: req.url!, status: a.status, code: a.errorCode, endpoint: def.name, trace, ms: seconds * 1000 });
   }
 
   function refuse(req: IncomingMessage, res: ServerResponse, def: EndpointDef, f: Failure, ip: string, requestId: string, t0: number): void {
@@ -80,20 +95,13 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
 
     const trace: LookupTrace = {};
     const inc = { rawQuery: q < 0 ? '' : url.slice(q + 1), authorization: req.headers.authorization, ip, requestId };
-    const failed = (err: unknown) => {
-      deps.logger.error({ err, reqId: requestId }, 'unhandled error');
-      // Headers already out (e.g. the body write failed): nothing truthful can follow on this connection.
-      if (res.headersSent) res.destroy();
-      else send(req, res, def, errorAnswer(failure('INTERNAL_ERROR'), requestId), requestId, trace, t0);
-    };
-    handleLookup(deps, def, inc, trace).then((answer) => {
-      try {
-        // writeHead throws on a header value node refuses (say, a provider request id with a control character).
-        send(req, res, def, answer, requestId, trace, t0);
-      } catch (err) {
-        failed(err);
-      }
-    }, failed);
+    handleLookup(deps, def, inc, trace).then(
+      (answer) => send(req, res, def, answer, requestId, trace, t0),
+      (err: unknown) => {
+        deps.logger.error({ err, reqId: requestId }, 'unhandled error');
+        send(req, res, def, errorAnswer(failure('INTERNAL_ERROR'), requestId), requestId, trace, t0);
+      },
+    );
     return true;
   };
 }
