@@ -12,7 +12,6 @@ export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
 /** The answers the cache stores: data, and the provider's 404 and 513 for the negative cache. */
 export const STORED_STATUSES = [200, 404, 513] as const;
 
-
 /** A row as `getStmt` returns it in raw mode (arrays are cheaper to build than objects). */
 type RawRow = [
   rowid: number,
@@ -317,7 +316,6 @@ export class CacheStore {
     if (!this.dataVersion.changed()) return;
     this.hot.clear();
     this.counts.forgetRows(); // recency of a few seconds, not the totals
-
     this.readTotals();
   }
 
