@@ -7,6 +7,8 @@ import { windowStart, type PolicyCount, type RatePolicy } from '../gateway/ratel
 export const PERSIST_FROM_MS = 3_600_000;
 
 interface Window {
+  readonly scope: string;
+  readonly windowMs: number;
   start: number;
   count: number;
 }
@@ -19,8 +21,14 @@ interface Window {
  * clean stop) can lose the last `flushEveryMs` of counts.
  */
 export class LimitStore {
-  private readonly windows = new Map<string, Window>();
-  private readonly dirty = new Set<string>();
+  /**
+   * By scope, then by window length. Two levels rather than one map keyed by a
+   * "windowMs|scope" string: that string was built and hashed afresh at every look-up, several
+   * per request; a key id (the scope of most look-ups) is the same string every time, its hash cached.
+   */
+  private readonly windows = new Map<string, Map<number, Window>>();
+  /** Durable windows changed since the last flush; a window is reset in place, so it stays listed. */
+  private readonly dirty = new Set<Window>();
   private readonly loadStmt;
   private readonly saveStmt;
   private readonly timer: FlushTimer;
@@ -35,7 +43,7 @@ export class LimitStore {
     // Ended windows (every IP that ever failed auth, every key seen) are forgotten once a minute.
     this.sweeper = setInterval(() => this.sweep(this.clock.now()), 60_000);
     this.sweeper.unref();
-    this.loadStmt = db.prepare<[string, number], Window>('SELECT start, count FROM rate_windows WHERE scope = ? AND window_ms = ?');
+    this.loadStmt = db.prepare<[string, number], { start: number; count: number }>('SELECT start, count FROM rate_windows WHERE scope = ? AND window_ms = ?');
     this.saveStmt = db.prepare(
       'INSERT INTO rate_windows (scope, window_ms, start, count) VALUES (?, ?, ?, ?) ON CONFLICT (scope, window_ms) DO UPDATE SET start = excluded.start, count = excluded.count',
     );
@@ -51,61 +59,53 @@ export class LimitStore {
     return policies.map((policy) => {
       const w = this.window(scope, policy, now, durable);
       w.count++;
-      if (durable && policy.windowMs >= PERSIST_FROM_MS) this.markDirty(scopeKey(scope, policy));
+      if (durable && policy.windowMs >= PERSIST_FROM_MS) {
+        this.dirty.add(w);
+        this.timer.schedule();
+      }
       return { policy, count: w.count };
     });
   }
 
   private window(scope: string, policy: RatePolicy, now: number, durable: boolean): Window {
-    const k = scopeKey(scope, policy);
     const start = windowStart(policy, now);
-    let w = this.windows.get(k);
-    if (!w && durable && policy.windowMs >= PERSIST_FROM_MS) {
-      const row = this.loadStmt.get(scope, policy.windowMs);
-      if (row) w = { start: row.start, count: row.count };
+    const { windowMs } = policy;
+    let byLength = this.windows.get(scope);
+    if (!byLength) this.windows.set(scope, (byLength = new Map()));
+    let w = byLength.get(windowMs);
+    if (!w && durable && windowMs >= PERSIST_FROM_MS) {
+      const row = this.loadStmt.get(scope, windowMs);
+      if (row) byLength.set(windowMs, (w = { scope, windowMs, start: row.start, count: row.count }));
     }
-    if (!w || w.start !== start) {
-      // A fake or adjusted clock may move backwards; a window from the future is kept.
-      if (!w || w.start < start) w = { start, count: 0 };
+    if (!w) byLength.set(windowMs, (w = { scope, windowMs, start, count: 0 }));
+    // A new window begins. A fake or adjusted clock may move backwards: a window from the future is kept.
+    else if (w.start < start) {
+      w.start = start;
+      w.count = 0;
     }
-    this.windows.set(k, w);
     return w;
-  }
-
-  private markDirty(k: string): void {
-    this.dirty.add(k);
-    this.timer.schedule();
   }
 
   /** Write dirty durable windows. */
   flush(): void {
     this.timer.cancel();
-    if (this.dirty.size > 0) {
-      const keys = [...this.dirty];
-      this.dirty.clear();
-      this.db.transaction(() => {
-        for (const k of keys) {
-          const w = this.windows.get(k);
-          const [scope, ms] = splitKey(k);
-          if (w) this.saveStmt.run(scope, ms, w.start, w.count);
-        }
-      })();
-    }
+    if (this.dirty.size === 0) return;
+    const windows = [...this.dirty];
+    this.dirty.clear();
+    this.db.transaction(() => {
+      for (const w of windows) this.saveStmt.run(w.scope, w.windowMs, w.start, w.count);
+    })();
   }
 
   sweep(now: number): void {
-    for (const [k, w] of this.windows) if (w.start + splitKey(k)[1] <= now && !this.dirty.has(k)) this.windows.delete(k);
+    for (const [scope, byLength] of this.windows) {
+      for (const [ms, w] of byLength) if (w.start + ms <= now && !this.dirty.has(w)) byLength.delete(ms);
+      if (byLength.size === 0) this.windows.delete(scope);
+    }
   }
 
   close(): void {
     clearInterval(this.sweeper);
     this.flush();
   }
-}
-
-const scopeKey = (scope: string, p: RatePolicy) => `${p.windowMs}|${scope}`;
-
-function splitKey(k: string): [string, number] {
-  const i = k.indexOf('|');
-  return [k.slice(i + 1), Number(k.slice(0, i))];
 }
