@@ -127,11 +127,6 @@ export function mostConstraining(states: readonly RateState[]): RateState {
 }
 
 /**
- * X-RateLimit-Limit/-Remaining/-Reset (delta-seconds) of the most constraining policy, and
- * the IETF draft's structured fields (draft-ietf-httpapi-ratelimit-headers-08 and later):
- * `RateLimit-Policy` lists every policy, `RateLimit` reports the most constraining one.
- */
-/**
  * RateLimit-Policy depends only on the policies, which are few and long-lived (parsed once
  * per key's policy text): the field is built once per policy list, not per request.
  */
@@ -145,6 +140,11 @@ function policyField(states: readonly RateState[]): string {
   return field;
 }
 
+/**
+ * X-RateLimit-Limit/-Remaining/-Reset (delta-seconds) of the most constraining policy, and
+ * the IETF draft's structured fields (draft-ietf-httpapi-ratelimit-headers-08 and later):
+ * `RateLimit-Policy` lists every policy, `RateLimit` reports the most constraining one.
+ */
 export function rateHeaders(states: readonly RateState[]): Record<string, string> {
   if (states.length === 0) return {};
   const m = mostConstraining(states);

@@ -86,7 +86,7 @@ export class CacheStore {
         'SELECT rowid, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size FROM entries WHERE key = ?',
       )
       .raw();
-    this.oldStmt = db.prepare<[string], { rowid: number; size: number }>('SELECT rowid, size FROM entries WHERE key = ?');
+    this.oldStmt = db.prepare<[string], number>('SELECT size FROM entries WHERE key = ?').pluck();
     // An update in place keeps the rowid, which `access` refers to.
     this.putStmt = db
       .prepare<[Omit<CacheEntry, 'id'>], number>(
@@ -150,10 +150,10 @@ export class CacheStore {
     const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
     const size = text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
     const rowid = this.db.transaction(() => {
-      const old = this.oldStmt.get(e.key);
+      const oldSize = this.oldStmt.get(e.key);
       const rowid = this.putStmt.get({ ...e, size })!;
       this.accessPutStmt.run(rowid, e.storedAt);
-      this.addTotals(size - (old?.size ?? 0), old ? 0 : 1);
+      this.addTotals(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
       return rowid;
     })();
     this.hot.put(entryOf(e, size, rowid));
