@@ -22,6 +22,8 @@ import { retentionMs } from './gateway/policy.js';
 import type { EndpointName } from './api/endpoints.js';
 import { renameSync } from 'node:fs';
 import type { UpstreamSettings } from './upstream/types.js';
+import { StorageUnavailable, WriteGate } from './store/write-gate.js';
+import { writeErrorLogger } from './gateway/costcontrol.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -82,23 +84,55 @@ export function upstreamSettings(config: Readonly<Config>): UpstreamSettings {
   return { ...rest, url: url.replace(/\/+$/, ''), apiKey };
 }
 
+/**
+ * How long a server write waits for a lock another connection holds (the CLI's writes take
+ * milliseconds). Kept short because it runs on the event loop: a longer wait is a stall of
+ * every request, and the WriteGate turns a lock held for long into fast refusals instead.
+ */
+const SERVER_BUSY_TIMEOUT_MS = { main: 250, cache: 100 } as const;
+
+/** A WriteGate that logs when a database's writes start failing and when they recover. */
+function loggedGate(name: string, clock: Clock, logger: Logger, failing: string, recovered: string): WriteGate {
+  return new WriteGate(name, {
+    clock,
+    onChange: (err) => (err ? logger.error({ err, database: name }, failing) : logger.info({ database: name }, recovered)),
+  });
+}
+
 export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App {
   const clock = opts.clock ?? systemClock;
   const logger = createLogger(config.logLevel, opts.logDestination);
   const settings = upstreamSettings(config);
   // The server's connections never checkpoint on the request thread; the Checkpointer does.
-  const db = openMainDb(config, { autoCheckpoint: false });
+  const db = openMainDb(config, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.main });
+  const gate = loggedGate(
+    'tollgate.db',
+    clock,
+    logger,
+    'tollgate.db cannot be written: provider calls are refused (503 STORAGE_UNAVAILABLE) until it can; cache hits are still served',
+    'tollgate.db can be written again: provider calls resume',
+  );
   const keys = new KeyStore(db, clock);
-  const usage = new UsageTracker(keys);
-  const costs = createCostControl(db, config, { clock, keys, usage, logger });
+  const usage = new UsageTracker(keys, 5_000, { gate, onWriteError: writeErrorLogger(logger) });
+  const costs = createCostControl(db, config, { clock, keys, usage, logger, gate });
+  recoverReservations(costs, logger);
   const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
-  const cacheDb = openCacheDb(config, logger, { autoCheckpoint: false });
+  const cacheDb = openCacheDb(config, logger, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.cache });
+  const cacheGate = loggedGate(
+    'cache.db',
+    clock,
+    logger,
+    'cache.db cannot be written: answers are served without being stored until it can',
+    'cache.db can be written again',
+  );
   const checkpointer = new Checkpointer([db.name, cacheDb.name], {
     onError: (err, file) => logger.error({ err, file }, 'WAL checkpoint failed'),
   });
-  const cache = new CacheStore(cacheDb, { memoryMaxBytes: config.cache.memoryMaxBytes });
-  const fetcher = new Fetcher(upstream, cache, clock);
+  const cache = new CacheStore(cacheDb, { memoryMaxBytes: config.cache.memoryMaxBytes, gate: cacheGate });
+  const fetcher = new Fetcher(upstream, cache, clock, (err) => {
+    if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');
+  });
   metrics.watch({
     cache,
     upstream,
@@ -135,7 +169,13 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       metrics,
       metricsToken: config.metrics.token,
       draining: () => draining,
-      readiness: () => readiness({ databases: { database: db, cache_database: cacheDb }, breaker: upstream.breakerState(), draining }),
+      readiness: () =>
+        readiness({
+          databases: { database: db, cache_database: cacheDb },
+          writes: { charges: gate.state(), cache_writes: cacheGate.state() },
+          breaker: upstream.breakerState(),
+          draining,
+        }),
     },
   });
 
@@ -177,4 +217,21 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       return closing;
     },
   };
+}
+
+/**
+ * Reservations left in tollgate.db by a process that died with provider calls in flight are
+ * charged at their estimate, marked unsettled, before this one serves: the provider may have
+ * billed those calls, and budgets must count them. A failure here is logged and retried at the
+ * next start; the rows stay until then.
+ */
+function recoverReservations(costs: CostControl, logger: Logger): void {
+  try {
+    const r = costs.ledger.recoverAbandoned();
+    if (r.requests > 0) {
+      logger.warn(r, 'charged provider calls left in flight by a previous process at their estimates (ledger rows marked unsettled)');
+    }
+  } catch (err) {
+    logger.error({ err }, 'could not charge the reservations of a previous process; retried at the next start');
+  }
 }

@@ -34,6 +34,10 @@ export const ERROR_CODES = {
   UPSTREAM_AUTH_FAILED: { status: 502, message: 'The gateway could not authenticate with the provider.' },
   UPSTREAM_UNAVAILABLE: { status: 502, message: 'The provider could not be reached.' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The gateway is shutting down or not ready.' },
+  STORAGE_UNAVAILABLE: {
+    status: 503,
+    message: 'The gateway cannot record charges right now, so it makes no provider calls; cached answers are still served. Retry after the time in Retry-After.',
+  },
   TEMPORARY_FETCH_FAILURE: { status: 512, message: 'The data could not be fetched right now; retry the request.' },
   SOURCE_NOT_FOUND: { status: 513, message: 'The source was deleted or moved; do not retry repeatedly.' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -5,12 +5,19 @@ import { queryUsage, type UsageGroup, type UsageRow } from '../store/ledger.js';
 import { CliError, configFrom, type GlobalOpts } from './common.js';
 
 function table(rows: UsageRow[], by: UsageGroup): string {
-  const head = [by === 'key' ? 'key' : by, 'name', 'requests', 'cache_hits', 'credits', 'credits_saved'];
+  const head = [by === 'key' ? 'key' : by, 'name', 'requests', 'cache_hits', 'credits', 'credits_saved', 'unsettled_credits'];
   const total = rows.reduce(
-    (a, r) => ({ ...a, requests: a.requests + r.requests, cache_hits: a.cache_hits + r.cache_hits, credits: a.credits + r.credits, credits_saved: a.credits_saved + r.credits_saved }),
-    { id: 'total', name: '', requests: 0, cache_hits: 0, credits: 0, credits_saved: 0 },
+    (a, r) => ({
+      ...a,
+      requests: a.requests + r.requests,
+      cache_hits: a.cache_hits + r.cache_hits,
+      credits: a.credits + r.credits,
+      credits_saved: a.credits_saved + r.credits_saved,
+      unsettled_credits: a.unsettled_credits + r.unsettled_credits,
+    }),
+    { id: 'total', name: '', requests: 0, cache_hits: 0, credits: 0, credits_saved: 0, unsettled_credits: 0 },
   );
-  const lines = [...rows, total].map((r) => [r.id, by === 'key' ? r.name : '', r.requests, r.cache_hits, r.credits, r.credits_saved].map(String));
+  const lines = [...rows, total].map((r) => [r.id, by === 'key' ? r.name : '', r.requests, r.cache_hits, r.credits, r.credits_saved, r.unsettled_credits].map(String));
   const cells = [head, ...lines];
   const widths = head.map((_, i) => Math.max(...cells.map((c) => c[i]!.length)));
   return cells.map((c) => c.map((x, i) => (i < 2 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join('  ')).join('\n');
@@ -23,7 +30,7 @@ export function registerUsage(program: Command): void {
     .option('--from <iso>', 'start (inclusive), ISO 8601 date or time; default: start of this UTC month')
     .option('--to <iso>', 'end (exclusive; a date-only value includes that day); default: now')
     .option('--by <group>', 'key, day or endpoint', 'key')
-    .option('--json', 'print an array of {id, name, requests, cache_hits, credits, credits_saved}')
+    .option('--json', 'print an array of {id, name, requests, cache_hits, credits, credits_saved, unsettled_credits}')
     .action(function (this: Command, o: { from?: string; to?: string; by?: string; json?: boolean }) {
       const by = usageGroup(o.by);
       if (!by) throw new CliError(`--by: expected key, day or endpoint, got '${o.by}'`);

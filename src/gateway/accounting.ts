@@ -2,6 +2,7 @@ import { failure, type Failure } from '../api/errors.js';
 import { PROVIDER_SCOPE, type BudgetStore } from '../store/budgets.js';
 import type { ApiKey } from '../store/keys.js';
 import type { LedgerRow, LedgerStore } from '../store/ledger.js';
+import { StorageUnavailable } from '../store/write-gate.js';
 import { budgetState, creditHeaders, parseBudgets, refusingBudget, type Budget, type BudgetState } from './credits.js';
 
 export interface AccountingOptions {
@@ -10,6 +11,8 @@ export interface AccountingOptions {
   /** Provider-wide budgets (upstream.budget); empty = unlimited. */
   readonly providerBudgets: readonly Budget[];
   readonly onInvalidBudget?: (keyId: string, err: Error) => void;
+  /** A reservation could not be written; the call was refused. */
+  readonly onReserveError?: (err: Error) => void;
 }
 
 /**
@@ -34,8 +37,12 @@ export class Accounting {
    * Reserve `endpoint`'s estimate for `requestId`, or the 429 that refuses it. Synchronous
    * check-and-reserve: with one event loop, 64 concurrent requests see each other's
    * reservations, so a budget is never oversubscribed by estimates.
+   *
+   * The reservation is written to tollgate.db before the provider is called; when that write
+   * fails, the call is refused (503 STORAGE_UNAVAILABLE): no credit is spent that could not
+   * be recorded.
    */
-  reserve(requestId: string, key: ApiKey, endpoint: string, now: number): Failure | null {
+  reserve(requestId: string, key: ApiKey, endpoint: string, now: number, identity: string | null = null): Failure | null {
     const estimate = this.estimate(endpoint);
     const own = refusingBudget(this.states(key.id, this.budgetsOf(key), now), estimate);
     if (own) {
@@ -47,22 +54,27 @@ export class Accounting {
       const msg = `The shared provider credit budget is exhausted for this ${shared.budget.period} (resets in ${shared.reset} s); cached answers are still served.`;
       return failure('PROVIDER_BUDGET_EXHAUSTED', msg, { 'retry-after': String(shared.reset) });
     }
-    this.budgets.reserve(requestId, [key.id, PROVIDER_SCOPE], estimate);
+    try {
+      this.budgets.reserve({ requestId, ts: now, keyId: key.id, endpoint, identity, estimate }, [key.id, PROVIDER_SCOPE]);
+    } catch (err) {
+      this.opts.onReserveError?.(err as Error);
+      const retry = err instanceof StorageUnavailable ? Math.max(1, Math.ceil(err.retryInMs / 1000)) : 1;
+      return failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retry) });
+    }
     return null;
   }
 
-  /** Write the ledger row (with its charge, once per request id) and drop the reservation. */
-  settle(row: LedgerRow): void {
-    try {
-      this.ledger.record(row);
-    } finally {
-      this.budgets.release(row.requestId);
-    }
+  /** The estimate `requestId` holds, or null when it reserved nothing. */
+  reservedFor(requestId: string): number | null {
+    return this.budgets.reservedFor(requestId);
   }
 
-  /** For answers that never reach settle (an infrastructure failure). */
-  release(requestId: string): void {
-    this.budgets.release(requestId);
+  /**
+   * Write the ledger row (with its charge, once per request id) and end the reservation.
+   * Never throws for storage: a row that cannot be written yet is kept and retried.
+   */
+  settle(row: LedgerRow): void {
+    this.ledger.record(row);
   }
 
   /** X-Credits-* for a key with a budget; none for a key without one. */

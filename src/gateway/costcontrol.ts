@@ -6,6 +6,7 @@ import type { DB } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
 import { LedgerStore } from '../store/ledger.js';
 import { LimitStore } from '../store/limits.js';
+import { StorageUnavailable, type WriteGate } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission } from './admission.js';
 import type { Budget } from './credits.js';
@@ -23,10 +24,21 @@ export interface CostControl {
   flush(): void;
 }
 
-export function createCostControl(db: DB, config: Readonly<Config>, deps: { clock: Clock; keys: KeyStore; usage: UsageTracker; logger: Logger }): CostControl {
-  const limits = new LimitStore(db, deps.clock);
-  const budgets = new BudgetStore(db);
-  const ledger = new LedgerStore(db, budgets);
+export interface CostControlDeps {
+  clock: Clock;
+  keys: KeyStore;
+  usage: UsageTracker;
+  logger: Logger;
+  /** tollgate.db's write gate, shared with every other server writer of it. */
+  gate: WriteGate;
+}
+
+export function createCostControl(db: DB, config: Readonly<Config>, deps: CostControlDeps): CostControl {
+  const { gate } = deps;
+  const onWriteError = writeErrorLogger(deps.logger);
+  const limits = new LimitStore(db, deps.clock, 1_000, { gate, onWriteError });
+  const budgets = new BudgetStore(db, gate);
+  const ledger = new LedgerStore(db, budgets, { gate, onWriteError });
   const { day, month } = config.upstream.budget;
   const providerBudgets: Budget[] = [];
   if (day !== null) providerBudgets.push({ limit: day, period: 'day' });
@@ -39,6 +51,7 @@ export function createCostControl(db: DB, config: Readonly<Config>, deps: { cloc
     estimates: config.credits.estimates,
     providerBudgets,
     onInvalidBudget: (keyId, err) => deps.logger.warn({ keyId, err: err.message }, 'stored credit budget unreadable; key refused provider calls'),
+    onReserveError: onWriteError,
   });
   return {
     admission,
@@ -50,5 +63,16 @@ export function createCostControl(db: DB, config: Readonly<Config>, deps: { cloc
       ledger.flush();
       limits.close();
     },
+  };
+}
+
+/**
+ * Logs a failed write of tollgate.db. While the gate is shut the refusals are expected and
+ * would repeat for every request; the gate's own change log (app.ts) says when it shut and reopened.
+ */
+export function writeErrorLogger(logger: Logger): (err: Error) => void {
+  return (err) => {
+    if (err instanceof StorageUnavailable) logger.debug({ code: err.code }, 'tollgate.db write skipped while it cannot be written');
+    else logger.error({ err }, 'tollgate.db write failed; kept and retried');
   };
 }

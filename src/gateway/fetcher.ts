@@ -1,7 +1,7 @@
 import type { LookupRequest } from '../api/params.js';
 import { upstreamQuery } from '../api/params.js';
 import type { Clock } from '../clock.js';
-import type { CacheStore } from '../store/cache.js';
+import type { CacheStore, NewEntry } from '../store/cache.js';
 import type { UpstreamCall, UpstreamOutcome } from '../upstream/types.js';
 import { Coalescer, type Freshness } from './coalesce.js';
 import { freshAsOfAnswer } from './policy.js';
@@ -40,6 +40,8 @@ export class Fetcher {
     private readonly provider: Provider,
     private readonly cache: CacheStore,
     private readonly clock: Clock,
+    /** An answer could not be stored; it is served anyway. */
+    private readonly onStoreError: (err: Error) => void = () => {},
   ) {}
 
   fetch(req: LookupRequest, key: string, freshness: Freshness, requestId: string): Promise<{ result: FetchResult; leader: boolean }> {
@@ -64,7 +66,7 @@ export class Fetcher {
       const dataText = JSON.stringify(outcome.data);
       const metaText = JSON.stringify(rest);
       const credits = creditsOf(outcome.meta);
-      this.cache.put({
+      const stored = this.store({
         ...base,
         status: 200,
         data: dataText,
@@ -74,11 +76,12 @@ export class Fetcher {
         freshAsOf: freshAsOfAnswer(cached, fwd, now),
         credits,
       });
-      return { outcome, dataText, metaText, providerCached: cached === true, credits, stored: true };
+      return { outcome, dataText, metaText, providerCached: cached === true, credits, stored };
     }
     const negative = outcome.kind === 'not_found' || outcome.kind === 'source_not_found';
+    let stored = false;
     if (negative) {
-      this.cache.put({
+      stored = this.store({
         ...base,
         status: outcome.failure.status,
         data: null,
@@ -89,6 +92,20 @@ export class Fetcher {
         credits: 0,
       });
     }
-    return { outcome, dataText: null, metaText: null, providerCached: false, credits: 0, stored: negative };
+    return { outcome, dataText: null, metaText: null, providerCached: false, credits: 0, stored };
+  }
+
+  /**
+   * Storing is best effort: the provider has answered and charged, so a cache that cannot be
+   * written (a lock held by another process, a full disk) must never turn the answer into an error.
+   */
+  private store(e: NewEntry): boolean {
+    try {
+      this.cache.put(e);
+      return true;
+    } catch (err) {
+      this.onStoreError(err as Error);
+      return false;
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Clock } from '../clock.js';
 import type { ApiKey } from '../store/keys.js';
+import type { LedgerRow } from '../store/ledger.js';
 import type { Accounting } from './accounting.js';
 import type { Admission } from './admission.js';
 import type { SimpleCacheStatus } from './answers.js';
@@ -19,6 +20,8 @@ export interface LookupTrace {
   creditsUsed?: number;
   /** Credits a local answer saved: what the fetch that stored the entry cost. */
   creditsSaved?: number;
+  /** creditsUsed is the reservation's estimate: the provider may have charged a call whose answer never came. */
+  unsettled?: boolean;
 }
 
 export interface LimitsDeps {
@@ -58,29 +61,50 @@ export async function guarded(
   trace.keyId = key.id;
   trace.keyName = key.name;
 
+  const frame: RowFrame = { requestId: inc.requestId, ts: now, keyId: key.id, endpoint, t0 };
   let answer: Answer;
   try {
     answer = adm.refusal ? errorAnswer(adm.refusal, inc.requestId) : await stages(key, now);
   } catch (err) {
-    deps.accounting.release(inc.requestId);
+    // A bug after the reservation may come after the provider call: charge the estimate, unsettled.
+    const reserved = deps.accounting.reservedFor(inc.requestId);
+    if (reserved !== null) {
+      deps.accounting.settle(ledgerRow(frame, trace, { status: 500, code: 'INTERNAL_ERROR', credits: reserved, unsettled: true }));
+    }
     throw err;
   }
-  deps.accounting.settle({
-    requestId: inc.requestId,
-    ts: now,
-    keyId: key.id,
-    endpoint,
-    identity: trace.identity ?? null,
-    cache: trace.cache ?? null,
-    status: answer.status,
-    code: answer.errorCode ?? null,
-    credits: trace.creditsUsed ?? 0,
-    creditsSaved: trace.creditsSaved ?? 0,
-    upstreamMs: trace.upstreamMs ?? null,
-    totalMs: Math.round((performance.now() - t0) * 100) / 100,
-    upstreamRequestId: trace.upstreamRequestId ?? null,
-  });
+  const end = { status: answer.status, code: answer.errorCode ?? null, credits: trace.creditsUsed ?? 0, unsettled: trace.unsettled ?? false };
+  deps.accounting.settle(ledgerRow(frame, trace, end));
   // Every Answer's headers object is its own, so the fields are added in place (no copies on the hot path).
   Object.assign(answer.headers, adm.headers, deps.accounting.headers(key, deps.clock.now()));
   return answer;
+}
+
+/** What the frame knows of a request before its stages run. */
+interface RowFrame {
+  readonly requestId: string;
+  readonly ts: number;
+  readonly keyId: string;
+  readonly endpoint: string;
+  /** performance.now() at the start, for total_ms. */
+  readonly t0: number;
+}
+
+function ledgerRow(f: RowFrame, trace: LookupTrace, end: { status: number; code: string | null; credits: number; unsettled: boolean }): LedgerRow {
+  return {
+    requestId: f.requestId,
+    ts: f.ts,
+    keyId: f.keyId,
+    endpoint: f.endpoint,
+    identity: trace.identity ?? null,
+    cache: trace.cache ?? null,
+    status: end.status,
+    code: end.code,
+    credits: end.credits,
+    creditsSaved: trace.creditsSaved ?? 0,
+    upstreamMs: trace.upstreamMs ?? null,
+    totalMs: Math.round((performance.now() - f.t0) * 100) / 100,
+    upstreamRequestId: trace.upstreamRequestId ?? null,
+    unsettled: end.unsettled,
+  };
 }

@@ -65,7 +65,7 @@ async function lookupStages(deps: LookupDeps, def: EndpointDef, key: ApiKey, inc
   // Joining an in-flight call costs nothing, so it needs no reservation. No await separates
   // this check from fetch(), so the join it predicts is the join that happens.
   if (!deps.fetcher.wouldJoin(ck, freshness)) {
-    const refused = deps.accounting.reserve(requestId, key, def.name, now);
+    const refused = deps.accounting.reserve(requestId, key, def.name, now, req.identity);
     if (refused) {
       if (decision.staleFallback && entry && entry.status === 200) {
         trace.cache = 'STALE';
@@ -90,6 +90,11 @@ async function lookupStages(deps: LookupDeps, def: EndpointDef, key: ApiKey, inc
     trace.creditsUsed = credits;
     trace.creditsSaved = leader ? 0 : result.credits;
     return forwardAnswer(fwd, requestId, result.dataText!, result.metaText!, result.providerCached, credits, extra);
+  }
+  if (leader && outcome.maybeCharged) {
+    // The provider may have billed a call whose answer never came: charge the estimate, unsettled.
+    trace.creditsUsed = deps.accounting.reservedFor(requestId) ?? 0;
+    trace.unsettled = true;
   }
   const fwdStatus = outcome.upstreamStatus ?? outcome.failure.status;
   if (decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind)) {

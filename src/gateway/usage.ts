@@ -1,5 +1,6 @@
 import { FlushTimer } from '../store/flush-timer.js';
 import type { KeyStore } from '../store/keys.js';
+import type { WriteGate } from '../store/write-gate.js';
 
 /**
  * Remembers when each key was last used and writes it in batches: a write per request
@@ -12,8 +13,9 @@ export class UsageTracker {
   constructor(
     private readonly keys: KeyStore,
     flushEveryMs = 5_000,
+    private readonly opts: { gate?: WriteGate; onWriteError?: (err: Error) => void } = {},
   ) {
-    this.timer = new FlushTimer(flushEveryMs, () => this.flush());
+    this.timer = new FlushTimer(flushEveryMs, () => this.flush(), opts.onWriteError);
   }
 
   touch(keyId: string, at: number): void {
@@ -21,10 +23,18 @@ export class UsageTracker {
     this.timer.schedule();
   }
 
+  /** On failure the batch is kept (newer touches win) for the next flush. */
   flush(): void {
     this.timer.cancel();
+    if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    for (const [id, at] of batch) this.keys.touch(id, at);
+    try {
+      if (this.opts.gate) this.opts.gate.run(() => this.keys.touchAll(batch));
+      else this.keys.touchAll(batch);
+    } catch (err) {
+      for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
+      throw err;
+    }
   }
 }

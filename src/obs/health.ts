@@ -1,5 +1,6 @@
 import type { DB } from '../store/db.js';
 import type { BreakerState } from '../upstream/types.js';
+import type { WriteGateState } from '../store/write-gate.js';
 
 /** Written by every readiness probe: "TLGT", which also marks the files as Tollgate's. */
 const APPLICATION_ID = 0x544c4754;
@@ -35,19 +36,35 @@ export interface Readiness {
   readonly checks: Record<string, string>;
 }
 
+/** A lock another process holds is waited out and shared; anything else is a real failure. */
+const LOCK_CODES = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED']);
+
 /**
  * Ready = the databases can be written and the process is not draining. The breaker state
  * is reported but does not make the instance unready: an open breaker is the provider's
  * problem, shared by every replica, and taking the gateway out of rotation for it would
  * also stop cache hits and stale answers, which still work.
+ *
+ * `writes` says what the request path saw of its own writes (see WriteGate): `charges` is
+ * tollgate.db, where a failure refuses provider calls (503 STORAGE_UNAVAILABLE); a failure
+ * other than a lock held elsewhere (a full disk, a read-only file) makes the instance unready.
  */
-export function readiness(input: { databases: Record<string, DB>; breaker: BreakerState; draining: boolean }): Readiness {
+export function readiness(input: {
+  databases: Record<string, DB>;
+  writes?: Record<string, WriteGateState>;
+  breaker: BreakerState;
+  draining: boolean;
+}): Readiness {
   const checks: Record<string, string> = {};
   let ok = !input.draining;
   for (const [name, db] of Object.entries(input.databases)) {
     const c = probeWritable(db);
     checks[name] = c;
     if (c !== 'ok' && c !== 'busy') ok = false;
+  }
+  for (const [name, w] of Object.entries(input.writes ?? {})) {
+    checks[name] = w.ok ? 'ok' : `failing: ${w.code} since ${new Date(w.since ?? 0).toISOString()}`;
+    if (!w.ok && !LOCK_CODES.has(w.code ?? '')) ok = false;
   }
   checks.upstream_breaker = input.breaker;
   checks.lifecycle = input.draining ? 'draining' : 'serving';

@@ -153,6 +153,9 @@ export class SimServer implements Simulator {
     else if (replaced !== undefined) answer = { status: 200, headers: {}, body: replaced, credits: 0 };
     else answer = handleApi(call, requestId, this.apiContext(call.path, call.query));
     if (fault?.kind === 'huge') answer = padded(answer, fault.bytes);
+    // Billed when performed, like a real provider: a client that hangs up before the answer
+    // arrives (a gateway deadline, a crash) has still spent the credits.
+    if (answer.status >= 200 && answer.status < 300) this.charged += answer.credits;
 
     const token = /^\s*bearer\s+(\S+)\s*$/i.exec(call.authorization ?? '')?.[1];
     const base = { 'X-Request-Id': requestId, ...this.limiter.peek(token === this.apiKey ? token : undefined) };
@@ -160,9 +163,6 @@ export class SimServer implements Simulator {
       delayMs: this.latencyMs + (fault?.kind === 'latency' ? fault.ms : 0),
       slowBodyMs: fault?.kind === 'slow-body' ? fault.ms : undefined,
       timers: this.timers,
-      onWrite: (a) => {
-        if (a.status >= 200 && a.status < 300) this.charged += a.credits;
-      },
     });
   }
 

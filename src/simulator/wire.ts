@@ -61,8 +61,6 @@ export interface WriteOptions {
   /** Send headers and part of the body, finish after this many ms. */
   slowBodyMs?: number;
   timers: Timers;
-  /** Called once the answer starts going out (for credit accounting). */
-  onWrite(answer: Answer): void;
 }
 
 export function writeAnswer(res: ServerResponse, answer: Answer, baseHeaders: Record<string, string>, o: WriteOptions): void {
@@ -75,7 +73,6 @@ export function writeAnswer(res: ServerResponse, answer: Answer, baseHeaders: Re
       'Content-Type': 'application/json; charset=utf-8',
       'Content-Length': String(body.length),
     });
-    o.onWrite(answer);
     if (o.slowBodyMs === undefined) {
       res.end(body);
       return;

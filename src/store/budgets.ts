@@ -1,8 +1,19 @@
 import { PERIODS, periodStart, type Period } from '../gateway/credits.js';
 import type { DB } from './db.js';
+import type { WriteGate } from './write-gate.js';
 
 /** The scope of the provider-wide budget; key scopes are key ids (`key_…`). */
 export const PROVIDER_SCOPE = '*provider';
+
+/** What is written before a provider call: enough to charge it if its answer never comes. */
+export interface Reservation {
+  readonly requestId: string;
+  readonly ts: number;
+  readonly keyId: string;
+  readonly endpoint: string;
+  readonly identity: string | null;
+  readonly estimate: number;
+}
 
 interface Usage {
   start: number;
@@ -16,8 +27,13 @@ interface Usage {
  * Usage rows are written only inside the ledger's transaction (see LedgerStore.record), so
  * the ledger and the budgets can never disagree. Every scope is tracked for every period,
  * whatever its budget says today, so that a budget changed mid-period counts what was
- * already spent. Reservations live in memory, keyed by request id: they matter only while
- * a call is in flight in this process, and a crash ends those calls anyway.
+ * already spent.
+ *
+ * Reservations are kept in memory for the budget checks and, before the provider is called,
+ * written to the `reservations` table: the provider may charge a call whose answer this
+ * process never sees (it crashed, or gave up at the deadline), so a reservation only leaves
+ * the table in the transaction that writes its ledger row (LedgerStore), and one left behind
+ * by a dead process is charged at its estimate when the next one starts.
  */
 export class BudgetStore {
   private readonly usage = new Map<string, Usage>();
@@ -25,12 +41,22 @@ export class BudgetStore {
   private readonly reservedBy = new Map<string, number>();
   private readonly loadStmt;
   private readonly addStmt;
+  private readonly insertReservationStmt;
+  private readonly deleteReservationStmt;
 
-  constructor(db: DB) {
+  constructor(
+    db: DB,
+    /** Shared by every server writer of tollgate.db; none for one-shot connections. */
+    private readonly gate: WriteGate | null = null,
+  ) {
     this.loadStmt = db.prepare<[string, string, number], number>('SELECT used FROM credit_usage WHERE scope = ? AND period = ? AND start = ?').pluck();
     this.addStmt = db.prepare(
       'INSERT INTO credit_usage (scope, period, start, used) VALUES (?, ?, ?, ?) ON CONFLICT (scope, period, start) DO UPDATE SET used = used + excluded.used',
     );
+    this.insertReservationStmt = db.prepare<[string, number, string, string, string | null, number]>(
+      'INSERT OR REPLACE INTO reservations (request_id, ts, key_id, endpoint, identity, estimate) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    this.deleteReservationStmt = db.prepare<[string]>('DELETE FROM reservations WHERE request_id = ?');
   }
 
   /** Settled credits of `scope` in the period containing `now`. */
@@ -49,13 +75,30 @@ export class BudgetStore {
     return this.reservedBy.get(scope) ?? 0;
   }
 
-  reserve(requestId: string, scopes: readonly string[], amount: number): void {
-    this.release(requestId);
-    this.reservations.set(requestId, { scopes, amount });
-    for (const s of scopes) this.reservedBy.set(s, this.reserved(s) + amount);
+  /**
+   * Reserve `r.estimate` against `scopes`: durable first, so that a write that fails (throws,
+   * StorageUnavailable included) leaves nothing behind and the caller refuses the call.
+   */
+  reserve(r: Reservation, scopes: readonly string[]): void {
+    const write = () => this.insertReservationStmt.run(r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate);
+    if (this.gate) this.gate.run(write);
+    else write();
+    this.release(r.requestId);
+    this.reservations.set(r.requestId, { scopes, amount: r.estimate });
+    for (const s of scopes) this.reservedBy.set(s, this.reserved(s) + r.estimate);
   }
 
-  /** Idempotent: a request id's reservation is released at most once. */
+  /** The estimate reserved for `requestId`, or null when it holds no reservation. */
+  reservedFor(requestId: string): number | null {
+    return this.reservations.get(requestId)?.amount ?? null;
+  }
+
+  /** Database half of settling: drop the durable reservation; call inside the ledger row's transaction. */
+  deleteReservation(requestId: string): void {
+    this.deleteReservationStmt.run(requestId);
+  }
+
+  /** Memory half: idempotent, a request id's reservation is released at most once. */
   release(requestId: string): void {
     const r = this.reservations.get(requestId);
     if (!r) return;

@@ -4,6 +4,7 @@ import type { DB } from './db.js';
 import { entryOf, type CacheEntry, type NewEntry } from './cache-entry.js';
 import { HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
+import type { WriteGate } from './write-gate.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
 export type { CacheEntry, NewEntry } from './cache-entry.js';
@@ -52,6 +53,8 @@ export interface CacheStoreOptions {
    * entry charged two bytes per character of its text plus 256). 0 disables it.
    */
   memoryMaxBytes?: number;
+  /** The server's: after a failed write, puts are skipped (not stored) until it recovers. */
+  gate?: WriteGate;
 }
 
 export class CacheStore {
@@ -74,12 +77,14 @@ export class CacheStore {
   private readonly counts = new HitCounts();
   /** Recently read or written entries: dropped whole when another connection commits to the file. */
   private readonly hot: HotEntries;
+  private readonly gate: WriteGate | null;
 
   constructor(
     private readonly db: DB,
     opts: CacheStoreOptions = {},
   ) {
     this.hot = new HotEntries(opts.memoryMaxBytes ?? DEFAULT_MEMORY_MAX_BYTES);
+    this.gate = opts.gate ?? null;
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.getStmt = db
       .prepare<[string], RawRow>(
@@ -149,13 +154,17 @@ export class CacheStore {
     // Bytes of the stored text plus a fixed allowance for the row's other columns and index entries.
     const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
     const size = text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
-    const rowid = this.db.transaction(() => {
+    // IMMEDIATE: the write lock is taken up front. A deferred transaction that reads first and
+    // then writes cannot wait for a lock another connection holds (SQLite skips the busy handler
+    // on that upgrade, to avoid a deadlock): it failed at once with SQLITE_BUSY.
+    const write = this.db.transaction(() => {
       const oldSize = this.oldStmt.get(e.key);
       const rowid = this.putStmt.get({ ...e, size })!;
       this.accessPutStmt.run(rowid, e.storedAt);
       this.addTotals(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
       return rowid;
-    })();
+    }).immediate;
+    const rowid = this.gate ? this.gate.run(write) : write();
     this.hot.put(entryOf(e, size, rowid));
   }
 
@@ -173,11 +182,13 @@ export class CacheStore {
     if (this.counts.empty) return;
     this.sync();
     const batch = this.counts.take();
-    this.db.transaction(() => {
-      for (const [rowid, n, at] of batch.rows) this.hitStmt.run(n, at, at, rowid);
-      this.counterStmt.get(batch.hits, 'hits');
-      this.counterStmt.get(batch.misses, 'misses');
-    })();
+    this.db
+      .transaction(() => {
+        for (const [rowid, n, at] of batch.rows) this.hitStmt.run(n, at, at, rowid);
+        this.counterStmt.get(batch.hits, 'hits');
+        this.counterStmt.get(batch.misses, 'misses');
+      })
+      .immediate();
   }
 
   /**
@@ -227,7 +238,7 @@ export class CacheStore {
         gone.push(r.key);
       }
       this.addTotals(-bytes, -gone.length);
-    })();
+    }).immediate();
     for (const key of gone) this.hot.forget(key);
     return gone.length;
   }
@@ -258,7 +269,7 @@ export class CacheStore {
       }
       this.addTotals(-bytes, -rows.length);
       return rows.length;
-    })();
+    }).immediate();
     // Purges are rare: forget every entry held rather than work out which were purged.
     this.hot.clear();
     return n;

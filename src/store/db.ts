@@ -15,6 +15,13 @@ export interface OpenOptions {
    * connections such as the CLI's.
    */
   autoCheckpoint?: boolean;
+  /**
+   * How long a write waits for another connection's lock before SQLITE_BUSY; 5 s by default
+   * (right for the CLI, which should wait for the server). The server's own connections use a
+   * short one: their writes run on the event loop, so every millisecond waited is a stall of
+   * every request, and a WriteGate turns a lock held for long into fast refusals instead.
+   */
+  busyTimeoutMs?: number;
 }
 
 /**
@@ -30,18 +37,27 @@ export function openDatabase(file: string, migrations: readonly Migration[], opt
   db.pragma('foreign_keys = ON');
   if (opts.autoCheckpoint === false) db.pragma('wal_autocheckpoint = 0');
   migrate(db, migrations);
+  // Migrations run once, at startup, and may wait for the CLI like any CLI write does.
+  if (opts.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${opts.busyTimeoutMs}`);
   return db;
 }
 
 function migrate(db: DB, migrations: readonly Migration[]): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > migrations.length) {
-    throw new Error(`database schema version ${current} is newer than this Tollgate (${migrations.length}); upgrade Tollgate`);
-  }
-  for (let v = current; v < migrations.length; v++) {
-    db.transaction(() => {
-      migrations[v]!(db);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
+  // Each step reads the version inside its own IMMEDIATE transaction: two processes starting
+  // together (the server and a CLI command) then apply each step once, one after the other.
+  const step = db
+    .transaction((): boolean => {
+      const current = db.pragma('user_version', { simple: true }) as number;
+      if (current > migrations.length) {
+        throw new Error(`database schema version ${current} is newer than this Tollgate (${migrations.length}); upgrade Tollgate`);
+      }
+      if (current === migrations.length) return false;
+      migrations[current]!(db);
+      db.pragma(`user_version = ${current + 1}`);
+      return true;
+    })
+    .immediate;
+  while (step()) {
+    /* next step */
   }
 }

@@ -1,22 +1,39 @@
+/** Longest pause between retries of a failing flush. */
+const MAX_RETRY_MS = 30_000;
+
 /**
  * Debounced write-behind: the first `schedule()` after a flush arms one timer; the owner's
  * flush calls `cancel()`. Batching keeps SQLite writes off the request path for data that
  * may lag by `everyMs` (hit counters, zero-credit ledger rows, rate windows, last-used).
+ *
+ * A flush that throws (another process holding the database, a full disk) must never take
+ * the process down: the error goes to `onError`, the owner keeps its batch, and the flush is
+ * tried again after a backoff that doubles up to 30 s, then resets after a success.
  */
 export class FlushTimer {
   private timer: NodeJS.Timeout | null = null;
+  private failures = 0;
 
   constructor(
     private readonly everyMs: number,
     private readonly flush: () => void,
+    private readonly onError: (err: Error) => void = () => {},
   ) {}
 
   schedule(): void {
     if (this.timer) return;
+    const delay = this.failures === 0 ? this.everyMs : Math.min(MAX_RETRY_MS, this.everyMs * 2 ** this.failures);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.flush();
-    }, this.everyMs);
+      try {
+        this.flush();
+        this.failures = 0;
+      } catch (err) {
+        this.failures = Math.min(this.failures + 1, 20);
+        this.onError(err as Error);
+        this.schedule();
+      }
+    }, delay);
     // A pending batch must never keep the process alive; close() flushes it.
     this.timer.unref();
   }

@@ -258,6 +258,15 @@ export class KeyStore {
     this.touchStmt.run(at, id);
   }
 
+  /** Many touches in one transaction: one lock wait and one commit for the whole batch. */
+  touchAll(lastUsed: ReadonlyMap<string, number>): void {
+    this.db
+      .transaction(() => {
+        for (const [id, at] of lastUsed) this.touchStmt.run(at, id);
+      })
+      .immediate();
+  }
+
   private wrote(): void {
     this.writes.n++;
   }

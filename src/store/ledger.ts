@@ -1,6 +1,7 @@
 import type { DB } from './db.js';
 import { FlushTimer } from './flush-timer.js';
 import { PROVIDER_SCOPE, type BudgetStore } from './budgets.js';
+import type { WriteGate } from './write-gate.js';
 
 /** One answered request of an authenticated key (DESIGN §6). */
 export interface LedgerRow {
@@ -22,6 +23,11 @@ export interface LedgerRow {
   readonly upstreamMs: number | null;
   readonly totalMs: number | null;
   readonly upstreamRequestId: string | null;
+  /**
+   * The charge is the reservation's estimate, not a figure the provider reported: the call's
+   * answer never came (deadline, crash) but the provider may have billed it.
+   */
+  readonly unsettled?: boolean;
 }
 
 export type UsageGroup = 'key' | 'day' | 'endpoint';
@@ -33,6 +39,8 @@ export interface UsageRow {
   cache_hits: number;
   credits: number;
   credits_saved: number;
+  /** Part of `credits` charged at the reservation's estimate (see LedgerRow.unsettled). */
+  unsettled_credits: number;
 }
 
 const GROUP_SQL: Record<UsageGroup, { id: string; name: string }> = {
@@ -56,9 +64,10 @@ const LEDGER_COLUMNS = [
   'upstream_ms',
   'total_ms',
   'upstream_request_id',
+  'unsettled',
 ] as const;
 
-/** Rows per multi-row INSERT in a flush (13 parameters each, far below SQLite's 32,766 limit). */
+/** Rows per multi-row INSERT in a flush (14 parameters each, far below SQLite's 32,766 limit). */
 export const FLUSH_CHUNK = 50;
 
 /** Write `r`'s values into `buf` from `k` in LEDGER_COLUMNS order; returns the next index. */
@@ -76,6 +85,7 @@ function fill(buf: unknown[], k: number, r: LedgerRow): number {
   buf[k++] = r.upstreamMs;
   buf[k++] = r.totalMs;
   buf[k++] = r.upstreamRequestId;
+  buf[k++] = r.unsettled ? 1 : 0;
   return k;
 }
 
@@ -85,27 +95,52 @@ function params(r: LedgerRow): unknown[] {
   return buf;
 }
 
+/** Zero-credit rows kept while tollgate.db cannot be written; beyond it the oldest are dropped. */
+export const MAX_PENDING_ROWS = 100_000;
+
+export interface LedgerOptions {
+  flushEveryMs?: number;
+  /** Queued zero-credit rows that trigger a flush. */
+  batchMax?: number;
+  /** Shared by every server writer of tollgate.db; none for one-shot connections. */
+  gate?: WriteGate | null;
+  /** A write failed; the rows are kept and retried (see FlushTimer). */
+  onWriteError?: (err: Error) => void;
+}
+
 /**
- * The usage ledger. A row that charged credits is written, together with the budgets'
- * usage, in one transaction before its answer leaves (so a crash can never lose a charge the
- * client saw). Rows that charged nothing — hits, refusals, followers — are batched: at most
+ * The usage ledger. A row that charged credits, or whose request held a reservation, is
+ * written before its answer leaves, together with the budgets' usage and the deletion of the
+ * reservation, in one transaction: the ledger and the budgets can never disagree, and a crash
+ * can never lose a charge (the reservation stays until this commits). Rows that charged
+ * nothing and reserved nothing (hits, refusals, followers) are batched: at most
  * `flushEveryMs` or `batchMax` rows behind, flushed on close.
+ *
+ * A write that fails never fails the request: the provider's answer is served, the row is
+ * kept and retried with backoff, its reservation still holding the budget meanwhile.
  */
 export class LedgerStore {
   private readonly insertStmt;
   private readonly insertChunkStmt;
+  private readonly unsettledStmt;
   /** Bind values of one full chunk, refilled for each: flushes run often enough to avoid the garbage. */
   private readonly chunkParams: unknown[] = new Array(FLUSH_CHUNK * LEDGER_COLUMNS.length);
   private pending: LedgerRow[] = [];
+  /** Rows that must be written with their charge (or reservation), whose first write failed. */
+  private retry: LedgerRow[] = [];
+  private dropped = 0;
   private readonly timer: FlushTimer;
+  private readonly batchMax: number;
+  private readonly gate: WriteGate | null;
 
   constructor(
     private readonly db: DB,
     private readonly budgets: BudgetStore,
-    flushEveryMs = 1_000,
-    private readonly batchMax = 500,
+    opts: LedgerOptions = {},
   ) {
-    this.timer = new FlushTimer(flushEveryMs, () => this.flush());
+    this.batchMax = opts.batchMax ?? 500;
+    this.gate = opts.gate ?? null;
+    this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.flush(), opts.onWriteError);
     // OR IGNORE on the request id: a request is charged once, whatever retries a bug might make.
     // Positional parameters: binding by name looks up every column's property by name, which
     // measured a quarter of a flushed row's cost.
@@ -117,45 +152,137 @@ export class LedgerStore {
     // (~4.0 → ~2.1 µs; the rest is SQLite's table and index inserts); 25–50 rows measured
     // best, 100 worse. OR IGNORE still applies row by row: a duplicate skips only itself.
     this.insertChunkStmt = db.prepare(insert + Array<string>(FLUSH_CHUNK).fill(tuple).join(', '));
+    this.unsettledStmt = db.prepare<[], { request_id: string; ts: number; key_id: string; endpoint: string; identity: string | null; estimate: number }>(
+      'SELECT request_id, ts, key_id, endpoint, identity, estimate FROM reservations ORDER BY ts',
+    );
   }
 
+  /** Record one request's row; never throws for a storage failure (see the class comment). */
   record(row: LedgerRow): void {
-    if (row.credits <= 0) {
+    if (row.credits <= 0 && this.budgets.reservedFor(row.requestId) === null) {
       this.pending.push(row);
-      if (this.pending.length >= this.batchMax) this.flush();
+      if (this.pending.length >= this.batchMax) this.flushQuietly();
       else this.timer.schedule();
       return;
     }
-    const scopes = [row.keyId, PROVIDER_SCOPE];
-    const inserted = this.db.transaction(() => {
-      const n = this.insertStmt.run(params(row)).changes;
-      if (n > 0) this.budgets.writeCharge(scopes, row.credits, row.ts);
-      return n > 0;
-    })();
-    if (inserted) this.budgets.applyCharge(scopes, row.credits, row.ts);
+    try {
+      this.writeSettled(row);
+    } catch {
+      // Kept, and retried by the flush; the durable reservation covers a crash meanwhile.
+      this.retry.push(row);
+      this.timer.schedule();
+    }
   }
 
+  /** Rows not yet written (queued or awaiting a retry), and zero-credit rows dropped for lack of room. */
+  backlog(): { pending: number; retrying: number; dropped: number } {
+    return { pending: this.pending.length, retrying: this.retry.length, dropped: this.dropped };
+  }
+
+  /** Write everything queued; throws (keeping the rows) when tollgate.db cannot be written. */
   flush(): void {
     this.timer.cancel();
+    while (this.retry.length > 0) {
+      this.writeSettled(this.retry[0]!);
+      this.retry.shift();
+    }
     if (this.pending.length === 0) return;
     const rows = this.pending;
     this.pending = [];
-    this.db.transaction(() => {
-      const buf = this.chunkParams;
-      let i = 0;
-      for (; i + FLUSH_CHUNK <= rows.length; i += FLUSH_CHUNK) {
-        let k = 0;
-        for (let j = i; j < i + FLUSH_CHUNK; j++) k = fill(buf, k, rows[j]!);
-        this.insertChunkStmt.run(buf);
-      }
-      for (; i < rows.length; i++) this.insertStmt.run(params(rows[i]!));
-    })();
+    try {
+      this.write(() => this.insertBatch(rows));
+    } catch (err) {
+      this.pending = rows.length + this.pending.length > MAX_PENDING_ROWS ? this.trim(rows.concat(this.pending)) : rows.concat(this.pending);
+      throw err;
+    }
+  }
+
+  /**
+   * Charge every reservation left in the table by a process that died with calls in flight,
+   * at its estimate, marked unsettled. Run once at startup, before any request.
+   */
+  recoverAbandoned(): { requests: number; credits: number } {
+    const rows = this.unsettledStmt.all();
+    let credits = 0;
+    for (const r of rows) {
+      const row: LedgerRow = {
+        requestId: r.request_id,
+        ts: r.ts,
+        keyId: r.key_id,
+        endpoint: r.endpoint,
+        identity: r.identity,
+        cache: null,
+        status: 0,
+        code: null,
+        credits: r.estimate,
+        creditsSaved: 0,
+        upstreamMs: null,
+        totalMs: null,
+        upstreamRequestId: null,
+        unsettled: true,
+      };
+      this.writeSettled(row);
+      credits += r.estimate;
+    }
+    return { requests: rows.length, credits };
   }
 
   /** Usage including rows not yet flushed. */
   usage(from: number, to: number, by: UsageGroup): UsageRow[] {
     this.flush();
     return queryUsage(this.db, from, to, by);
+  }
+
+  /** The row, its charge and the end of its reservation: one transaction, then memory. */
+  private writeSettled(row: LedgerRow): void {
+    const scopes = [row.keyId, PROVIDER_SCOPE];
+    const inserted = this.write(() =>
+      this.db
+        .transaction(() => {
+          const n = this.insertStmt.run(params(row)).changes;
+          if (n > 0 && row.credits > 0) this.budgets.writeCharge(scopes, row.credits, row.ts);
+          this.budgets.deleteReservation(row.requestId);
+          return n > 0;
+        })
+        .immediate(),
+    );
+    if (inserted && row.credits > 0) this.budgets.applyCharge(scopes, row.credits, row.ts);
+    this.budgets.release(row.requestId);
+  }
+
+  private insertBatch(rows: LedgerRow[]): void {
+    this.db
+      .transaction(() => {
+        const buf = this.chunkParams;
+        let i = 0;
+        for (; i + FLUSH_CHUNK <= rows.length; i += FLUSH_CHUNK) {
+          let k = 0;
+          for (let j = i; j < i + FLUSH_CHUNK; j++) k = fill(buf, k, rows[j]!);
+          this.insertChunkStmt.run(buf);
+        }
+        for (; i < rows.length; i++) this.insertStmt.run(params(rows[i]!));
+      })
+      .immediate();
+  }
+
+  private write<T>(fn: () => T): T {
+    return this.gate ? this.gate.run(fn) : fn();
+  }
+
+  /** A flush past batchMax runs on the request path: a failure there is the timer's to retry. */
+  private flushQuietly(): void {
+    try {
+      this.flush();
+    } catch {
+      this.timer.schedule();
+    }
+  }
+
+  /** Zero-credit rows carry no charge: past the bound the oldest go, counted, so memory stays bounded. */
+  private trim(rows: LedgerRow[]): LedgerRow[] {
+    const excess = rows.length - MAX_PENDING_ROWS;
+    this.dropped += excess;
+    return rows.slice(excess);
   }
 }
 
@@ -165,7 +292,8 @@ export function queryUsage(db: DB, from: number, to: number, by: UsageGroup): Us
   return db
     .prepare<[number, number], UsageRow>(
       `SELECT ${sql.id} AS id, ${sql.name} AS name, COUNT(*) AS requests,
-         COALESCE(SUM(l.cache IN ('HIT', 'STALE')), 0) AS cache_hits, SUM(l.credits) AS credits, SUM(l.credits_saved) AS credits_saved
+         COALESCE(SUM(l.cache IN ('HIT', 'STALE')), 0) AS cache_hits, SUM(l.credits) AS credits, SUM(l.credits_saved) AS credits_saved,
+         SUM(l.credits * l.unsettled) AS unsettled_credits
        FROM ledger l LEFT JOIN api_keys k ON k.id = l.key_id
        WHERE l.ts >= ? AND l.ts < ? GROUP BY 1 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`,
     )

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { DB } from './db.js';
 import { FlushTimer } from './flush-timer.js';
+import type { WriteGate } from './write-gate.js';
 import { windowStart, type PolicyCount, type RatePolicy } from '../gateway/ratelimit.js';
 
 /** Windows at least this long are written to tollgate.db and survive a restart. */
@@ -38,8 +39,9 @@ export class LimitStore {
     private readonly db: DB,
     private readonly clock: Clock,
     flushEveryMs = 1_000,
+    private readonly opts: { gate?: WriteGate; onWriteError?: (err: Error) => void } = {},
   ) {
-    this.timer = new FlushTimer(flushEveryMs, () => this.flush());
+    this.timer = new FlushTimer(flushEveryMs, () => this.flush(), opts.onWriteError);
     // Ended windows (every IP that ever failed auth, every key seen) are forgotten once a minute.
     this.sweeper = setInterval(() => this.sweep(this.clock.now()), 60_000);
     this.sweeper.unref();
@@ -86,15 +88,17 @@ export class LimitStore {
     return w;
   }
 
-  /** Write dirty durable windows. */
+  /** Write dirty durable windows; on failure they stay dirty, for the next flush. */
   flush(): void {
     this.timer.cancel();
     if (this.dirty.size === 0) return;
     const windows = [...this.dirty];
-    this.dirty.clear();
-    this.db.transaction(() => {
+    const write = this.db.transaction(() => {
       for (const w of windows) this.saveStmt.run(w.scope, w.windowMs, w.start, w.count);
-    })();
+    }).immediate;
+    if (this.opts.gate) this.opts.gate.run(write);
+    else write();
+    for (const w of windows) this.dirty.delete(w);
   }
 
   sweep(now: number): void {

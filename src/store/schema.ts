@@ -65,4 +65,19 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX ledger_key_ts ON ledger(key_id, ts);
     `);
   },
+  // Durable reservations: a provider call is recorded before it is made, so a crash or a
+  // call abandoned at its deadline is still charged (at its estimate, marked unsettled).
+  (db) => {
+    db.exec(`
+      CREATE TABLE reservations (
+        request_id  TEXT PRIMARY KEY,
+        ts          INTEGER NOT NULL,
+        key_id      TEXT NOT NULL,
+        endpoint    TEXT NOT NULL,
+        identity    TEXT,
+        estimate    INTEGER NOT NULL
+      ) STRICT;
+      ALTER TABLE ledger ADD COLUMN unsettled INTEGER NOT NULL DEFAULT 0;
+    `);
+  },
 ];

@@ -16,7 +16,12 @@ export interface CallState {
   attempts: number;
   upstreamStatus: number | undefined;
   upstreamRequestId: string | undefined;
+  /** Some attempt was sent and may have been billed, but gave no readable answer. */
+  maybeCharged?: boolean;
 }
+
+/** Connection errors that mean the request never reached the provider, so it cannot have been billed. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 export interface AttemptVerdict {
   readonly outcome: UpstreamOutcome;
@@ -40,6 +45,7 @@ export function failOf(state: CallState, kind: UpstreamFailureKind, f: Failure, 
     upstreamRequestId: state.upstreamRequestId,
     ms: now - state.started,
     attempts: state.attempts,
+    maybeCharged: state.maybeCharged === true,
   };
 }
 
@@ -67,11 +73,14 @@ export function judgeAttempt(state: CallState, raw: AttemptResult, apiKey: strin
       };
       return { outcome, retry: 'final', breaker: 'success' };
     }
+    // A 2xx is a lookup the provider performed, and bills, even when its answer is unusable.
+    if (raw.status >= 200 && raw.status < 300) state.maybeCharged = true;
     const outcome = failOf(state, c.kind, c.failure, now);
     const verdict: AttemptVerdict = { outcome, retry: raw.status === 512 ? 'temporary' : 'final', breaker: verdictFor(outcome) };
     return c.retryAfterS ? { ...verdict, pauseS: c.retryAfterS } : verdict;
   }
 
+  if (!(raw.cause === 'connection' && NEVER_SENT.has(raw.errorCode))) state.maybeCharged = true;
   switch (raw.cause) {
     case 'aborted':
       // The caller hanging up says nothing about the provider; our deadline expiring does.

@@ -84,6 +84,12 @@ export interface UpstreamFailure {
   readonly upstreamRequestId: string | undefined;
   readonly ms: number;
   readonly attempts: number;
+  /**
+   * An attempt may have been billed without this process learning the charge: the request
+   * was sent and no usable answer came back (deadline, connection lost mid-call, a 2xx that
+   * could not be read). The ledger then charges the reservation's estimate, unsettled.
+   */
+  readonly maybeCharged?: boolean;
 }
 
 export type UpstreamOutcome = UpstreamSuccess | UpstreamFailure;

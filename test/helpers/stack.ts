@@ -48,9 +48,9 @@ function merge(a: Tree, b: Tree): Tree {
 }
 
 /** Simulator and gateway on loopback port 0, a temp data dir, one key: the real stack. */
-export async function startStack(opts: { config?: Tree; clock?: Clock; sim?: SimulatorOptions } = {}): Promise<Stack> {
+export async function startStack(opts: { config?: Tree; clock?: Clock; sim?: SimulatorOptions; dataDir?: string } = {}): Promise<Stack> {
   const sim = await startSimulator({ apiKey: SIM_KEY, ...opts.sim });
-  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'tollgate-test-'));
   const base: Tree = {
     dataDir,
     logLevel: 'info',

@@ -173,7 +173,7 @@ describe('usage, budget and cache over the admin API', () => {
     const r = await admin('GET', '/usage?by=key&from=2026-01-01');
     expect(r.status).toBe(200);
     const row = r.json.rows.find((x: { id: string }) => x.id === k.id);
-    expect(row).toEqual({ id: k.id, name: 'usage-team', requests: 2, cache_hits: 1, credits: 3, credits_saved: 3 });
+    expect(row).toEqual({ id: k.id, name: 'usage-team', requests: 2, cache_hits: 1, credits: 3, credits_saved: 3, unsettled_credits: 0 });
     const total = r.json.rows.reduce((a: number, x: { credits: number }) => a + x.credits, 0);
     expect(total).toBe(s.sim.creditsCharged());
     const days = await admin('GET', '/usage?by=day&from=2026-03-01&to=2026-03-31');

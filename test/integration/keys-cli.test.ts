@@ -87,14 +87,14 @@ describe('tollgate keys (limits, scopes, rotation)', () => {
 });
 
 describe('tollgate usage', () => {
-  it('--json prints rows with id, name, requests, cache_hits, credits, credits_saved', async () => {
+  it('--json prints rows with id, name, requests, cache_hits, credits, credits_saved, unsettled_credits', async () => {
     const k = s.newKey({ name: 'usage-cli' });
     await s.get('/v1/profile?person.id=900', { key: k.secret });
     await s.get('/v1/profile?person.id=900', { key: k.secret });
     s.app.costs.flush();
     const rows = await json('usage', '--json');
     const row = rows.find((r: { id: string }) => r.id === k.id);
-    expect(row).toEqual({ id: k.id, name: 'usage-cli', requests: 2, cache_hits: 1, credits: 3, credits_saved: 3 });
+    expect(row).toEqual({ id: k.id, name: 'usage-cli', requests: 2, cache_hits: 1, credits: 3, credits_saved: 3, unsettled_credits: 0 });
     expect(rows.reduce((a: number, r: { credits: number }) => a + r.credits, 0)).toBe(s.sim.creditsCharged());
     const today = new Date().toISOString().slice(0, 10);
     const byDay = await json('usage', '--by', 'day', '--from', today, '--to', today, '--json');

@@ -57,6 +57,7 @@ interface Stored {
   upstream_ms: number | null;
   total_ms: number | null;
   upstream_request_id: string | null;
+  unsettled: number;
 }
 
 const asStored = (r: LedgerRow): Stored => ({
@@ -73,6 +74,7 @@ const asStored = (r: LedgerRow): Stored => ({
   upstream_ms: r.upstreamMs,
   total_ms: r.totalMs,
   upstream_request_id: r.upstreamRequestId,
+  unsettled: r.unsettled ? 1 : 0,
 });
 
 const stored = (): Stored[] => db.prepare<[], Stored>('SELECT * FROM ledger ORDER BY request_id').all();
@@ -81,7 +83,7 @@ describe('LedgerStore batched writes', () => {
   it('a flush of 1,234 queued rows (not a multiple of the chunk) writes each unique row once, every field intact', () => {
     expect(1_234 % FLUSH_CHUNK).not.toBe(0);
     // Timer and size trigger out of reach: one flush takes all 1,234.
-    const ledger = new LedgerStore(db, budgets, 3_600_000, 10_000);
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 10_000 });
     const rows = Array.from({ length: 1_234 }, (_, i) => hitRow(i));
     // Duplicates within one chunk, across chunks, and between a chunk and the single-row remainder:
     // the first row with an id wins, as it did with one INSERT OR IGNORE per row.
@@ -109,7 +111,7 @@ describe('LedgerStore batched writes', () => {
   });
 
   it('flushes by itself at batchMax rows, whole chunks and remainder alike', () => {
-    const ledger = new LedgerStore(db, budgets, 3_600_000, 2 * FLUSH_CHUNK + 3);
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 2 * FLUSH_CHUNK + 3 });
     for (let i = 0; i < 2 * FLUSH_CHUNK + 2; i++) ledger.record(hitRow(i));
     expect(stored()).toHaveLength(0);
     ledger.record(hitRow(9_999));
@@ -117,7 +119,7 @@ describe('LedgerStore batched writes', () => {
   });
 
   it('a charged row is written at once with its charge, once per request id', () => {
-    const ledger = new LedgerStore(db, budgets, 3_600_000, 10_000);
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 10_000 });
     const charged: LedgerRow = { ...hitRow(1), cache: 'MISS', credits: 3, upstreamMs: 120.5, upstreamRequestId: 'up_x' };
     ledger.record(charged);
     ledger.record(charged);
@@ -134,7 +136,7 @@ describe('LedgerStore batched writes', () => {
   });
 
   it('usage() counts queued rows', () => {
-    const ledger = new LedgerStore(db, budgets, 3_600_000, 10_000);
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 10_000 });
     for (let i = 0; i < 75; i++) ledger.record(hitRow(i));
     const total = ledger.usage(0, T0 + 1_000_000, 'endpoint').reduce((a, r) => a + r.requests, 0);
     expect(total).toBe(75);

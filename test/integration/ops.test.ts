@@ -100,7 +100,7 @@ describe('GET /metrics', () => {
     expect(ready.status).toBe(200);
     expect(ready.json).toEqual({
       status: 'ready',
-      checks: { database: 'ok', cache_database: 'ok', upstream_breaker: 'open', lifecycle: 'serving' },
+      checks: { database: 'ok', cache_database: 'ok', charges: 'ok', cache_writes: 'ok', upstream_breaker: 'open', lifecycle: 'serving' },
     });
     const { samples } = await scrape();
     expect(total(samples, 'tollgate_upstream_breaker_state', { state: 'open' })).toBe(1);

@@ -134,7 +134,7 @@ describe('pass-through credits', () => {
     expect(refused.status).toBe(429);
     expect(refused.json.error.code).toBe('CREDIT_LIMIT_EXCEEDED');
     const rows = p.app.costs.ledger.usage(0, Number.MAX_SAFE_INTEGER, 'endpoint');
-    expect(rows).toEqual([{ id: 'passthrough', name: 'passthrough', requests: 3, cache_hits: 0, credits: 8, credits_saved: 0 }]);
+    expect(rows).toEqual([{ id: 'passthrough', name: 'passthrough', requests: 3, cache_hits: 0, credits: 8, credits_saved: 0, unsettled_credits: 0 }]);
   });
 
   it('forwards no client cookies or forwarding headers', async () => {

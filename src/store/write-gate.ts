@@ -1,0 +1,97 @@
+import type { Clock } from '../clock.js';
+
+/** A write the gate refused without trying it: the database failed recently and is cooling down. */
+export class StorageUnavailable extends Error {
+  override name = 'StorageUnavailable';
+  constructor(
+    readonly database: string,
+    /** The SQLite code of the failure that closed the gate, e.g. SQLITE_BUSY or SQLITE_FULL. */
+    readonly code: string,
+    /** Milliseconds until the gate lets the next write try. */
+    readonly retryInMs: number,
+  ) {
+    super(`${database} cannot be written right now (${code})`);
+  }
+}
+
+export interface WriteGateState {
+  readonly ok: boolean;
+  /** SQLite code of the last failure while failing, e.g. SQLITE_BUSY; null when ok. */
+  readonly code: string | null;
+  /** When the writes started failing (ms since epoch); null when ok. */
+  readonly since: number | null;
+}
+
+export interface WriteGateOptions {
+  readonly clock: Clock;
+  /** First pause after a failure; doubles per consecutive failure up to maxBackoffMs. */
+  readonly baseBackoffMs?: number;
+  readonly maxBackoffMs?: number;
+  /** Called when writes start failing (with the error) and when they work again (null). */
+  readonly onChange?: (err: Error | null) => void;
+}
+
+/**
+ * The health of one database's writes, as the server sees it. Server writes run on the
+ * event loop, so a write that waits for a lock another process holds stalls every request.
+ * After a write fails (a lock held past the busy timeout, a full disk, a read-only file), the
+ * gate stays shut for a backoff that doubles with each further failure: writes that must not
+ * wait (the reservation before a provider call) are refused at once instead of each waiting
+ * out the busy timeout, and background flushes are retried later. The first write after the
+ * backoff is the probe; its success opens the gate again, so service resumes by itself.
+ */
+export class WriteGate {
+  private failures = 0;
+  private retryAt = 0;
+  private failingSince: number | null = null;
+  private code: string | null = null;
+
+  constructor(
+    readonly database: string,
+    private readonly opts: WriteGateOptions,
+  ) {}
+
+  /** Run `write`, or throw StorageUnavailable without running it while the gate is shut. */
+  run<T>(write: () => T): T {
+    const now = this.opts.clock.now();
+    if (this.failures > 0 && now < this.retryAt) throw new StorageUnavailable(this.database, this.code ?? 'UNKNOWN', this.retryAt - now);
+    let result: T;
+    try {
+      result = write();
+    } catch (err) {
+      this.failed(err as Error, now);
+      throw err;
+    }
+    if (this.failures > 0) this.recovered();
+    return result;
+  }
+
+  state(): WriteGateState {
+    return this.failures === 0 ? { ok: true, code: null, since: null } : { ok: false, code: this.code, since: this.failingSince };
+  }
+
+  private failed(err: Error, now: number): void {
+    const base = this.opts.baseBackoffMs ?? 250;
+    const max = this.opts.maxBackoffMs ?? 5_000;
+    this.failures++;
+    this.retryAt = now + Math.min(max, base * 2 ** Math.min(this.failures - 1, 20));
+    this.code = sqliteCode(err);
+    if (this.failingSince === null) {
+      this.failingSince = now;
+      this.opts.onChange?.(err);
+    }
+  }
+
+  private recovered(): void {
+    this.failures = 0;
+    this.failingSince = null;
+    this.code = null;
+    this.opts.onChange?.(null);
+  }
+}
+
+/** The SQLite result code of an error (SQLITE_BUSY, SQLITE_FULL, …), or its name. */
+export function sqliteCode(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.length > 0 ? code : ((err as Error | null)?.name ?? 'UNKNOWN');
+}
