@@ -1,0 +1,93 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FakeClock } from '../../src/clock.js';
+import { FlushTimer } from '../../src/store/flush-timer.js';
+import { StorageUnavailable, WriteGate } from '../../src/store/write-gate.js';
+
+const busy = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+
+describe('WriteGate', () => {
+  it('after a failure refuses without trying until its backoff passes; backoff doubles up to the cap; a success reopens it', () => {
+    const clock = new FakeClock(1_000_000);
+    const changes: Array<string | null> = [];
+    const gate = new WriteGate('tollgate.db', { clock, baseBackoffMs: 100, maxBackoffMs: 350, onChange: (e) => changes.push(e ? (e as { code?: string }).code! : null) });
+    let tried = 0;
+    const failing = () => {
+      tried++;
+      throw busy();
+    };
+
+    expect(() => gate.run(failing)).toThrow('database is locked');
+    expect(gate.state()).toEqual({ ok: false, code: 'SQLITE_BUSY', since: 1_000_000 });
+    // Shut: refused at once, the write is not even tried.
+    const refused = (() => {
+      try {
+        gate.run(failing);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(refused).toBeInstanceOf(StorageUnavailable);
+    expect((refused as StorageUnavailable).retryInMs).toBe(100);
+    expect(tried).toBe(1);
+
+    clock.advance(100);
+    expect(() => gate.run(failing)).toThrow('database is locked'); // the probe, failing again
+    expect(() => gate.run(failing)).toThrow(StorageUnavailable);
+    clock.advance(199);
+    expect(() => gate.run(failing)).toThrow(StorageUnavailable); // 200 ms now
+    clock.advance(1);
+    expect(() => gate.run(failing)).toThrow('database is locked');
+    clock.advance(349);
+    expect(() => gate.run(failing)).toThrow(StorageUnavailable); // 400 capped at 350
+    clock.advance(1);
+    expect(gate.run(() => 42)).toBe(42);
+    expect(gate.state()).toEqual({ ok: true, code: null, since: null });
+    // One report when writes start failing, one when they work again; not one per failure.
+    expect(changes).toEqual(['SQLITE_BUSY', null]);
+    expect(tried).toBe(3);
+  });
+
+  it('an error without a SQLite code is reported by its name', () => {
+    const gate = new WriteGate('cache.db', { clock: new FakeClock() });
+    expect(() =>
+      gate.run(() => {
+        throw new TypeError('boom');
+      }),
+    ).toThrow(TypeError);
+    expect(gate.state().code).toBe('TypeError');
+  });
+});
+
+describe('FlushTimer', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('a flush that throws is reported and retried with a doubling backoff, never thrown out of the timer', () => {
+    vi.useFakeTimers();
+    const errors: string[] = [];
+    let fail = 3;
+    let flushed = 0;
+    const timer = new FlushTimer(
+      1_000,
+      () => {
+        if (fail-- > 0) throw busy();
+        flushed++;
+      },
+      (e) => errors.push((e as { code?: string }).code ?? '?'),
+    );
+    timer.schedule();
+    vi.advanceTimersByTime(1_000);
+    expect(errors).toEqual(['SQLITE_BUSY']);
+    vi.advanceTimersByTime(1_999);
+    expect(errors).toHaveLength(1); // the retry waits 2 s
+    vi.advanceTimersByTime(1);
+    expect(errors).toHaveLength(2);
+    vi.advanceTimersByTime(4_000);
+    expect(errors).toHaveLength(3);
+    vi.advanceTimersByTime(8_000);
+    expect(flushed).toBe(1);
+    // Back to the normal period after a success.
+    timer.schedule();
+    vi.advanceTimersByTime(1_000);
+    expect(flushed).toBe(2);
+  });
+});
