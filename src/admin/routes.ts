@@ -13,6 +13,7 @@ import type { KeyStore } from '../store/keys.js';
 import type { LedgerStore } from '../store/ledger.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { usageGroup, usageWindow } from './usage.js';
+import { isStorageError } from '../store/write-gate.js';
 
 export interface AdminDeps {
   readonly config: Readonly<Config>;
@@ -81,6 +82,11 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         const e = err as { statusCode?: number };
         if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
           return sendFailure(reply, failure('INVALID_PARAMETER', 'The request body must be a JSON object (Content-Type: application/json).'));
+        }
+        // A database another process holds, or a full disk: the operator's problem to retry, not a bug.
+        if (isStorageError(err)) {
+          request.log.warn({ err, reqId: request.id }, 'admin change not stored: the database cannot be written');
+          return sendFailure(reply, failure('STORAGE_UNAVAILABLE', 'The change could not be stored: the database cannot be written right now.', { 'retry-after': '1' }));
         }
         request.log.error({ err, reqId: request.id }, 'admin error');
         return sendFailure(reply, failure('INTERNAL_ERROR'));

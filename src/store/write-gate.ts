@@ -95,3 +95,10 @@ export function sqliteCode(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && code.length > 0 ? code : ((err as Error | null)?.name ?? 'UNKNOWN');
 }
+
+/** SQLite failures that say the database cannot be written now, as opposed to a bug. */
+const STORAGE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|READONLY|IOERR|CANTOPEN|PROTOCOL)/;
+
+export function isStorageError(err: unknown): boolean {
+  return err instanceof StorageUnavailable || STORAGE_CODES.test(sqliteCode(err));
+}

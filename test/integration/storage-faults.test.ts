@@ -10,10 +10,11 @@ import { profileUrl, startStack, type Reply, type Stack } from '../helpers/stack
  */
 const ALL = Number.MAX_SAFE_INTEGER;
 const clock = new FakeClock(Date.UTC(2026, 2, 10, 9, 0, 0));
+const ADMIN = 'admin-token-for-storage-faults';
 let s: Stack;
 
 beforeAll(async () => {
-  s = await startStack({ clock });
+  s = await startStack({ clock, config: { adminToken: ADMIN } });
 });
 afterAll(async () => s.close());
 
@@ -92,6 +93,24 @@ describe('tollgate.db locked by another process', () => {
     expect(after.status).toBe(200);
     expect((await s.get('/readyz', { key: null })).json.checks.charges).toBe('ok');
     expect(ledger().credits).toBe(s.sim.creditsCharged());
+  });
+
+  it('an admin change that cannot be stored is a 503 in the envelope, not a 500', async () => {
+    const lock = await holdWriteLock(join(s.dataDir, 'tollgate.db'));
+    let r: Reply;
+    try {
+      r = await s.get('/admin/keys', {
+        key: ADMIN,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'while-locked' }),
+      });
+    } finally {
+      await lock.release();
+    }
+    expect(r.status).toBe(503);
+    expectEnvelope(r, 'STORAGE_UNAVAILABLE');
+    expect(s.app.keys.list().some((k) => k.name === 'while-locked')).toBe(false);
   });
 
   it('a batch that cannot be written while the lock is held is kept, retried, and written after', async () => {
