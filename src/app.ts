@@ -142,6 +142,8 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
         return limit === null ? [] : [{ period, limit, spent: costs.budgets.used(PROVIDER_SCOPE, period, clock.now()) }];
       }),
   });
+  // Their refusal series start at 0, so a key refused on its first request after a restart still alerts.
+  metrics.seedKeys(keys.list().flatMap((k) => (k.revokedAt === null ? [k.name] : [])));
   const maintain = () => {
     try {
       const now = clock.now();

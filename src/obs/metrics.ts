@@ -1,15 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { endpointByPath } from '../api/endpoints.js';
-import type { BreakerState, UpstreamObserver } from '../upstream/types.js';
+import type { UpstreamObserver } from '../upstream/types.js';
+import { registerGauges, type MetricsSources } from './metric-gauges.js';
+import { ANONYMOUS_REFUSALS, CACHE_STATUSES, CLIENT_ERROR_REASONS, KEYED_REFUSALS, LIMITED_ENDPOINTS, LOOKUP_ENDPOINTS, PROVIDER_STATUSES, grid } from './metric-labels.js';
 
-/** What the collect-time gauges read. Every read must be O(1): a scrape never scans a table. */
-export interface MetricsSources {
-  readonly cache: { totalBytes(): number; entryCount(): number };
-  readonly upstream: { breakerState(): BreakerState; queueDepth(): number; inFlight(): number };
-  /** The provider-wide credit budgets of the current periods (none when unlimited). */
-  readonly budget?: () => ReadonlyArray<{ period: string; limit: number; spent: number }>;
-}
+export type { MetricsSources } from './metric-gauges.js';
 
 export interface MetricsOptions {
   /** Label credit and refusal series with the key's name (bounded by MAX_KEY_LABELS). */
@@ -33,20 +29,13 @@ export interface RequestObservation {
 }
 
 /** Refusals counted by code: the limits stages answer them (DESIGN §6), we only count. */
-const REFUSAL_CODES: ReadonlySet<string> = new Set([
-  'RATE_LIMIT_EXCEEDED',
-  'AUTH_RATE_LIMITED',
-  'CREDIT_LIMIT_EXCEEDED',
-  'PROVIDER_BUDGET_EXHAUSTED',
-  'UPSTREAM_RATE_LIMITED',
-]);
+const REFUSAL_CODES: ReadonlySet<string> = new Set([...KEYED_REFUSALS, ...ANONYMOUS_REFUSALS].map((r) => r.toUpperCase()));
 
 /** Beyond this many distinct key names, further keys share one series: a scrape must stay small. */
 export const MAX_KEY_LABELS = 500;
 export const OTHER_KEYS = '_other';
 
 const OPS_ROUTES = new Set(['healthz', 'readyz', 'metrics', 'admin', 'dashboard']);
-const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half_open', 'open'];
 
 /**
  * The `endpoint` label of a request: a lookup's name, or a small fixed set for everything
@@ -76,6 +65,8 @@ function version(): string {
 export class Metrics {
   readonly registry = new Registry();
   private readonly keyNames = new Set<string>();
+  /** `key` label values whose refusal series exist (from 0): at most MAX_KEY_LABELS + 2. */
+  private readonly seededKeys = new Set<string>();
   private sources: MetricsSources | null = null;
 
   private readonly requests;
@@ -166,7 +157,16 @@ export class Metrics {
       labelNames: ['reason'],
       registers,
     });
-    this.gauges(registers);
+    registerGauges(registers, () => this.sources);
+    this.seed();
+  }
+
+  /**
+   * Keys known before their first request (the key store at startup): their refusal series
+   * start at 0, so that even a key refused on its first request after a restart is seen.
+   */
+  seedKeys(names: Iterable<string>): void {
+    for (const name of names) this.keyLabels(name);
   }
 
   /** Connect the collect-time gauges to what they read (created after the metrics themselves). */
@@ -198,57 +198,43 @@ export class Metrics {
 
   private keyLabels(name: string | undefined): Record<string, string> {
     if (!this.opts.perKeyLabels) return {};
-    if (!name) return { key: '' };
-    const label = name.slice(0, 64);
-    if (this.keyNames.has(label)) return { key: label };
-    if (this.keyNames.size >= MAX_KEY_LABELS) return { key: OTHER_KEYS };
-    this.keyNames.add(label);
-    return { key: label };
+    const key = this.keyLabel(name);
+    if (!this.seededKeys.has(key)) {
+      this.seededKeys.add(key);
+      this.zero(this.refused, grid({ endpoint: LIMITED_ENDPOINTS, reason: key === '' ? ANONYMOUS_REFUSALS : KEYED_REFUSALS, key: [key] }));
+    }
+    return { key };
   }
 
-  private gauges(registers: Registry[]): void {
-    const src = () => this.sources;
-    // Read at scrape time (prom-client calls collect() on the gauge); null or undefined leaves
-    // the gauge without a sample.
-    const gauge = (name: string, help: string, read: (s: MetricsSources) => number | null | undefined) =>
-      new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          const s = src();
-          const v = s ? read(s) : null;
-          if (v === null || v === undefined) this.remove();
-          else this.set(v);
-        },
-      });
-    gauge('tollgate_cache_entries', 'Entries in the response cache (cache.db).', (s) => s.cache.entryCount());
-    gauge('tollgate_cache_size_bytes', 'Accounted size of the response cache, the figure cache.maxBytes bounds.', (s) => s.cache.totalBytes());
-    gauge('tollgate_upstream_queue_depth', 'Provider calls waiting for a concurrency or rate slot.', (s) => s.upstream.queueDepth());
-    gauge('tollgate_upstream_in_flight', 'Provider calls in progress.', (s) => s.upstream.inFlight());
-    // One series per budget period; none without a budget (a 0 budget would read as "all spent").
-    const budget = (name: string, help: string, read: (b: { limit: number; spent: number }) => number) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ['period'],
-        registers,
-        collect() {
-          this.reset();
-          for (const b of src()?.budget?.() ?? []) this.set({ period: b.period }, read(b));
-        },
-      });
-    budget('tollgate_provider_budget_credits', 'The provider-wide credit budget of the current period (upstream.budget), by period.', (b) => b.limit);
-    budget('tollgate_provider_budget_spent_credits', 'Credits spent against the provider-wide budget in the current period, by period.', (b) => b.spent);
-    new Gauge({
-      name: 'tollgate_upstream_breaker_state',
-      help: 'Provider circuit breaker: 1 for the current state (closed, half_open, open), 0 for the others.',
-      labelNames: ['state'],
-      registers,
-      collect() {
-        const current = src()?.upstream.breakerState();
-        if (current) for (const state of BREAKER_STATES) this.set({ state }, state === current ? 1 : 0);
-      },
-    });
+  private keyLabel(name: string | undefined): string {
+    if (!name) return '';
+    const label = name.slice(0, 64);
+    if (this.keyNames.has(label)) return label;
+    if (this.keyNames.size >= MAX_KEY_LABELS) return OTHER_KEYS;
+    this.keyNames.add(label);
+    return label;
+  }
+
+  /**
+   * Export every series whose labels are known in advance from 0 (see metric-labels.ts).
+   * Per-key series are seeded when the key is first seen, so their number stays bounded
+   * by MAX_KEY_LABELS; credits are not seeded per key (nothing alerts on their first increment).
+   */
+  private seed(): void {
+    this.zero(this.requests, grid({ endpoint: LOOKUP_ENDPOINTS, status: ['200'], cache: CACHE_STATUSES }));
+    this.zero(this.upstreamRequests, grid({ endpoint: LOOKUP_ENDPOINTS, status: PROVIDER_STATUSES }));
+    this.zero(this.coalesced, grid({ endpoint: LOOKUP_ENDPOINTS }));
+    this.zero(this.clientErrors, grid({ reason: CLIENT_ERROR_REASONS }));
+    if (this.opts.perKeyLabels) {
+      this.keyLabels(undefined);
+      return;
+    }
+    this.zero(this.refused, grid({ endpoint: LIMITED_ENDPOINTS, reason: [...KEYED_REFUSALS, ...ANONYMOUS_REFUSALS] }));
+    this.zero(this.creditsSpent, grid({ endpoint: LIMITED_ENDPOINTS }));
+    this.zero(this.creditsSaved, grid({ endpoint: LIMITED_ENDPOINTS }));
+  }
+
+  private zero(counter: Counter, series: Array<Record<string, string>>): void {
+    for (const labels of series) counter.inc(labels, 0);
   }
 }

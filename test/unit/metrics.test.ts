@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { KEYED_REFUSALS, LIMITED_ENDPOINTS } from '../../src/obs/metric-labels.js';
 import { MAX_KEY_LABELS, Metrics, OTHER_KEYS, endpointLabel, type MetricsSources } from '../../src/obs/metrics.js';
 import type { BreakerState } from '../../src/upstream/types.js';
 import { find, parseSamples, total } from '../helpers/prom.js';
@@ -114,6 +115,51 @@ describe('Metrics', () => {
     expect(total(s, 'tollgate_provider_budget_credits', { period: 'month' })).toBe(10_000);
     expect(total(s, 'tollgate_provider_budget_spent_credits', { period: 'month' })).toBe(9_500);
     expect(total(s, 'tollgate_provider_budget_spent_credits', { period: 'day' })).toBe(20);
+  });
+
+  // Prometheus's increase() and rate() cannot see the first increment of a series that
+  // appears at 1: an alert on "any refusal in 10 minutes" missed the first refusals.
+  it('exports the series whose labels are known in advance from 0, before any traffic', async () => {
+    const s = await scrape(new Metrics({ perKeyLabels: true, defaultMetrics: false }));
+    const zeros = (name: string, match: Record<string, string> = {}) => find(s, name, match).filter((x) => x.value === 0).length;
+    expect(zeros('tollgate_refused_requests_total', { reason: 'auth_rate_limited', key: '' })).toBe(LIMITED_ENDPOINTS.length);
+    expect(zeros('tollgate_upstream_requests_total', { status: 'error' })).toBe(4);
+    expect(zeros('tollgate_upstream_requests_total', { endpoint: 'company', status: '500' })).toBe(1);
+    expect(zeros('tollgate_http_requests_total', { endpoint: 'profile', status: '200', cache: 'hit' })).toBe(1);
+    expect(zeros('tollgate_coalesced_requests_total')).toBe(4);
+    expect(zeros('tollgate_http_client_errors_total')).toBe(3);
+    expect(total(s, 'tollgate_refused_requests_total') + total(s, 'tollgate_http_requests_total')).toBe(0);
+  });
+
+  it("a key's refusal series start at 0 when it is first seen, or at startup for stored keys", async () => {
+    const m = new Metrics({ perKeyLabels: true, defaultMetrics: false });
+    m.seedKeys(['stored']);
+    m.observeRequest({ endpoint: 'profile', status: 200, seconds: 0.1, cache: 'MISS', keyName: 'team-a', creditsUsed: 3 });
+    const s = await scrape(m);
+    for (const key of ['stored', 'team-a']) {
+      const series = find(s, 'tollgate_refused_requests_total', { key });
+      expect(series.map((x) => `${x.labels.endpoint} ${x.labels.reason} ${x.value}`).sort()).toEqual(
+        LIMITED_ENDPOINTS.flatMap((e) => KEYED_REFUSALS.map((r) => `${e} ${r} 0`)).sort(),
+      );
+    }
+    expect(find(s, 'tollgate_credits_spent_total', { key: 'stored' })).toEqual([]); // credits are not seeded per key
+  });
+
+  it(`seeded key series stay bounded: ${MAX_KEY_LABELS} names and "${OTHER_KEYS}"`, async () => {
+    const m = new Metrics({ perKeyLabels: true, defaultMetrics: false });
+    m.seedKeys(Array.from({ length: MAX_KEY_LABELS + 50 }, (_, i) => `k${i}`));
+    const keys = new Set(find(await scrape(m), 'tollgate_refused_requests_total').map((x) => x.labels.key));
+    expect(keys.size).toBe(MAX_KEY_LABELS + 2); // the names, "_other" and "" (no key)
+    expect(keys).toContain(OTHER_KEYS);
+  });
+
+  it('perKeyLabels: false exports every refusal and credit series from 0', async () => {
+    const s = await scrape(new Metrics({ perKeyLabels: false, defaultMetrics: false }));
+    expect(find(s, 'tollgate_refused_requests_total')).toHaveLength(LIMITED_ENDPOINTS.length * (KEYED_REFUSALS.length + 1));
+    expect(find(s, 'tollgate_credits_spent_total', { endpoint: 'passthrough' })).toEqual([
+      { name: 'tollgate_credits_spent_total', labels: { endpoint: 'passthrough' }, value: 0 },
+    ]);
+    expect(total(s, 'tollgate_refused_requests_total') + total(s, 'tollgate_credits_saved_total')).toBe(0);
   });
 
   it('includes Node process metrics and build info by default', async () => {
