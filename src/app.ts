@@ -141,6 +141,13 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
         const limit = config.upstream.budget[period];
         return limit === null ? [] : [{ period, limit, spent: costs.budgets.used(PROVIDER_SCOPE, period, clock.now()) }];
       }),
+    storage: () => ({
+      databases: [gate, cacheGate].map((g) => {
+        const st = g.state();
+        return { database: g.database, writable: st.ok, failures: st.failuresTotal };
+      }),
+      ledger: costs.ledger.backlog(),
+    }),
   });
   // Their refusal series start at 0, so a key refused on its first request after a restart still alerts.
   metrics.seedKeys(keys.list().flatMap((k) => (k.revokedAt === null ? [k.name] : [])));

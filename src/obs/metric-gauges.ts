@@ -1,4 +1,4 @@
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { BreakerState } from '../upstream/types.js';
 import { BREAKER_STATES } from './metric-labels.js';
 
@@ -8,6 +8,15 @@ export interface MetricsSources {
   readonly upstream: { breakerState(): BreakerState; queueDepth(): number; inFlight(): number };
   /** The provider-wide credit budgets of the current periods (none when unlimited). */
   readonly budget?: () => ReadonlyArray<{ period: string; limit: number; spent: number }>;
+  /** The server's own writes (see WriteGate and LedgerStore.backlog). */
+  readonly storage?: () => StorageFacts;
+}
+
+export interface StorageFacts {
+  /** Per database file: whether its last write worked, and failed writes since start. */
+  readonly databases: ReadonlyArray<{ database: string; writable: boolean; failures: number }>;
+  /** Ledger rows not yet written: queued zero-credit rows, charged rows awaiting a retry, zero-credit rows dropped. */
+  readonly ledger: { pending: number; retrying: number; dropped: number };
 }
 
 /** The gauges read at scrape time from `src()` (null until Metrics.watch connects it). */
@@ -44,6 +53,7 @@ export function registerGauges(registers: Registry[], src: () => MetricsSources 
     });
   budget('tollgate_provider_budget_credits', 'The provider-wide credit budget of the current period (upstream.budget), by period.', (b) => b.limit);
   budget('tollgate_provider_budget_spent_credits', 'Credits spent against the provider-wide budget in the current period, by period.', (b) => b.spent);
+  registerStorageMetrics(registers, () => src()?.storage?.() ?? null);
   new Gauge({
     name: 'tollgate_upstream_breaker_state',
     help: 'Provider circuit breaker: 1 for the current state (closed, half_open, open), 0 for the others.',
@@ -52,6 +62,56 @@ export function registerGauges(registers: Registry[], src: () => MetricsSources 
     collect() {
       const current = src()?.upstream.breakerState();
       if (current) for (const state of BREAKER_STATES) this.set({ state }, state === current ? 1 : 0);
+    },
+  });
+}
+
+/** Storage health at scrape time: a full disk or a held lock must show on a dashboard, not only in logs. */
+function registerStorageMetrics(registers: Registry[], facts: () => StorageFacts | null): void {
+  new Gauge({
+    name: 'tollgate_storage_writable',
+    help: 'Whether the last write of the server to each database file worked (1) or failed (0): misses are refused while tollgate.db is 0.',
+    labelNames: ['database'],
+    registers,
+    collect() {
+      for (const d of facts()?.databases ?? []) this.set({ database: d.database }, d.writable ? 1 : 0);
+    },
+  });
+  // Counters read from the stores' own totals: incremented here by what changed since the last scrape.
+  const seen = new Map<string, number>();
+  new Counter({
+    name: 'tollgate_storage_write_failures_total',
+    help: 'Writes of the server to each database file that failed (a lock held elsewhere, a full disk, a read-only file).',
+    labelNames: ['database'],
+    registers,
+    collect() {
+      for (const d of facts()?.databases ?? []) {
+        this.inc({ database: d.database }, d.failures - (seen.get(d.database) ?? 0));
+        seen.set(d.database, d.failures);
+      }
+    },
+  });
+  new Gauge({
+    name: 'tollgate_ledger_backlog_rows',
+    help: 'Ledger rows not yet written: pending (zero-credit, batched) and retrying (charged rows whose write failed; their reservations hold).',
+    labelNames: ['kind'],
+    registers,
+    collect() {
+      const l = facts()?.ledger;
+      if (!l) return;
+      this.set({ kind: 'pending' }, l.pending);
+      this.set({ kind: 'retrying' }, l.retrying);
+    },
+  });
+  let dropped = 0;
+  new Counter({
+    name: 'tollgate_ledger_dropped_rows_total',
+    help: 'Zero-credit ledger rows dropped because tollgate.db could not be written for long (never a charge).',
+    registers,
+    collect() {
+      const now = facts()?.ledger.dropped ?? dropped;
+      this.inc(now - dropped);
+      dropped = now;
     },
   });
 }

@@ -16,6 +16,8 @@ export class StorageUnavailable extends Error {
 
 export interface WriteGateState {
   readonly ok: boolean;
+  /** Failed writes since the gate was made (refusals while shut not included). */
+  readonly failuresTotal: number;
   /** SQLite code of the last failure while failing, e.g. SQLITE_BUSY; null when ok. */
   readonly code: string | null;
   /** When the writes started failing (ms since epoch); null when ok. */
@@ -42,6 +44,7 @@ export interface WriteGateOptions {
  */
 export class WriteGate {
   private failures = 0;
+  private failuresTotal = 0;
   private retryAt = 0;
   private failingSince: number | null = null;
   private code: string | null = null;
@@ -67,13 +70,15 @@ export class WriteGate {
   }
 
   state(): WriteGateState {
-    return this.failures === 0 ? { ok: true, code: null, since: null } : { ok: false, code: this.code, since: this.failingSince };
+    const { failuresTotal } = this;
+    return this.failures === 0 ? { ok: true, failuresTotal, code: null, since: null } : { ok: false, failuresTotal, code: this.code, since: this.failingSince };
   }
 
   private failed(err: Error, now: number): void {
     const base = this.opts.baseBackoffMs ?? 250;
     const max = this.opts.maxBackoffMs ?? 5_000;
     this.failures++;
+    this.failuresTotal++;
     this.retryAt = now + Math.min(max, base * 2 ** Math.min(this.failures - 1, 20));
     this.code = sqliteCode(err);
     if (this.failingSince === null) {

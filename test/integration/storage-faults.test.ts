@@ -84,6 +84,9 @@ describe('tollgate.db locked by another process', () => {
       const ready = await s.get('/readyz', { key: null });
       expect(ready.status).toBe(200);
       expect(ready.json.checks.charges).toMatch(/^failing: SQLITE_BUSY since /);
+      const metrics = (await s.get('/metrics', { key: null })).text;
+      expect(metrics).toMatch(/^tollgate_storage_writable\{database="tollgate\.db"\} 0$/m);
+      expect(metrics).toMatch(/^tollgate_storage_write_failures_total\{database="tollgate\.db"\} [1-9]/m);
     } finally {
       await lock.release();
     }
@@ -92,6 +95,7 @@ describe('tollgate.db locked by another process', () => {
     const after = await s.get(`/v1/profile?${profileUrl('while-locked')}`);
     expect(after.status).toBe(200);
     expect((await s.get('/readyz', { key: null })).json.checks.charges).toBe('ok');
+    expect((await s.get('/metrics', { key: null })).text).toMatch(/^tollgate_storage_writable\{database="tollgate\.db"\} 1$/m);
     expect(ledger().credits).toBe(s.sim.creditsCharged());
   });
 

@@ -17,7 +17,7 @@ describe('WriteGate', () => {
     };
 
     expect(() => gate.run(failing)).toThrow('database is locked');
-    expect(gate.state()).toEqual({ ok: false, code: 'SQLITE_BUSY', since: 1_000_000 });
+    expect(gate.state()).toEqual({ ok: false, failuresTotal: 1, code: 'SQLITE_BUSY', since: 1_000_000 });
     // Shut: refused at once, the write is not even tried.
     const refused = (() => {
       try {
@@ -41,7 +41,7 @@ describe('WriteGate', () => {
     expect(() => gate.run(failing)).toThrow(StorageUnavailable); // 400 capped at 350
     clock.advance(1);
     expect(gate.run(() => 42)).toBe(42);
-    expect(gate.state()).toEqual({ ok: true, code: null, since: null });
+    expect(gate.state()).toEqual({ ok: true, failuresTotal: 3, code: null, since: null });
     // One report when writes start failing, one when they work again; not one per failure.
     expect(changes).toEqual(['SQLITE_BUSY', null]);
     expect(tried).toBe(3);
