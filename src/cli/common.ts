@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openCacheDb, openMainDb } from '../app.js';
 import { loadConfig, type Config } from '../config.js';
@@ -44,10 +45,13 @@ export function portNumber(v: string): number {
  */
 export function openForCli(config: Readonly<Config>, file: 'tollgate.db' | 'cache.db', mode: 'read' | 'create'): DB {
   const path = resolve(config.dataDir, file);
+  const fresh = !existsSync(path);
   console.error(`tollgate: using ${path}`);
   try {
     const opts = { mustExist: mode === 'read' };
-    return file === 'tollgate.db' ? openMainDb(config, opts) : openCacheDb(config, undefined, opts);
+    const db = file === 'tollgate.db' ? openMainDb(config, opts) : openCacheDb(config, undefined, opts);
+    if (fresh) console.error(`tollgate: created a new, empty ${file}; the server sees it only if it runs with this data directory`);
+    return db;
   } catch (err) {
     if (!(err instanceof StartupError) || err.code !== 'ENOENT') throw err;
     const made = file === 'tollgate.db' ? '`tollgate keys create` or the server creates it' : 'the server creates it when it starts';

@@ -122,9 +122,10 @@ describe('the CLI names its database and never reads from one it just created', 
     const dir = tempDir();
     const r = await runCli(['keys', 'create', '--name', 'team', '--json', '--data-dir', dir]);
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe(`tollgate: using ${join(dir, 'tollgate.db')}\n`);
+    expect(r.stderr).toBe(`tollgate: using ${join(dir, 'tollgate.db')}\ntollgate: created a new, empty tollgate.db; the server sees it only if it runs with this data directory\n`);
     expect(JSON.parse(r.stdout).id).toMatch(/^key_/);
     const list = await runCli(['keys', 'list', '--json', '--data-dir', dir]);
+    expect(list.stderr).toBe(`tollgate: using ${join(dir, 'tollgate.db')}\n`);
     expect(JSON.parse(list.stdout)).toHaveLength(1);
   });
 });
