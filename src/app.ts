@@ -16,14 +16,18 @@ import { PROVIDER_SCOPE } from './store/budgets.js';
 import { KeyStore } from './store/keys.js';
 import { MAIN_MIGRATIONS } from './store/schema.js';
 import { UpstreamClient } from './upstream/client.js';
-import { CacheStore, CACHE_MIGRATIONS } from './store/cache.js';
+import { CacheStore } from './store/cache.js';
+import { openServingCacheDb } from './store/cache-file.js';
 import { Fetcher } from './gateway/fetcher.js';
 import { retentionMs } from './gateway/policy.js';
 import type { EndpointName } from './api/endpoints.js';
-import { renameSync } from 'node:fs';
+import { StartupError, listenError } from './startup-error.js';
+import { configSummary } from './obs/config-summary.js';
 import type { UpstreamSettings } from './upstream/types.js';
 import { StorageUnavailable, WriteGate } from './store/write-gate.js';
 import { writeErrorLogger } from './gateway/costcontrol.js';
+
+export { openCacheDb } from './store/cache-file.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -54,25 +58,15 @@ export function mainDbPath(config: Readonly<Config>): string {
   return join(config.dataDir, 'tollgate.db');
 }
 
+/** tollgate.db is never replaced: keys, ledger and budgets cannot be fetched again. */
 export function openMainDb(config: Readonly<Config>, opts?: OpenOptions): DB {
-  return openDatabase(mainDbPath(config), MAIN_MIGRATIONS, opts);
-}
-
-/**
- * cache.db holds only re-fetchable answers, so an unreadable one is moved aside and
- * replaced rather than stopping the gateway.
- */
-export function openCacheDb(config: Readonly<Config>, logger?: Logger, opts?: OpenOptions): DB {
-  const file = join(config.dataDir, 'cache.db');
   try {
-    return openDatabase(file, CACHE_MIGRATIONS, opts);
+    return openDatabase(mainDbPath(config), MAIN_MIGRATIONS, opts);
   } catch (err) {
-    const code = (err as { code?: string }).code ?? '';
-    if (!/^SQLITE_(CORRUPT|NOTADB)/.test(code)) throw err;
-    const aside = `${file}.corrupt-${Date.now()}`;
-    logger?.warn({ err, aside }, 'cache.db unreadable; moved aside and starting with an empty cache');
-    renameSync(file, aside);
-    return openDatabase(file, CACHE_MIGRATIONS, opts);
+    if (err instanceof StartupError && /^SQLITE_(CORRUPT|NOTADB)/.test(err.code ?? '')) {
+      throw new StartupError(`${err.message}; restore it from a backup (Tollgate never replaces tollgate.db)`, err.code);
+    }
+    throw err;
   }
 }
 
@@ -103,6 +97,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const clock = opts.clock ?? systemClock;
   const logger = createLogger(config.logLevel, opts.logDestination);
   const settings = upstreamSettings(config);
+  logger.info(configSummary(config), 'configuration');
   // The server's connections never checkpoint on the request thread; the Checkpointer does.
   const db = openMainDb(config, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.main });
   const gate = loggedGate(
@@ -118,7 +113,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   recoverReservations(costs, logger);
   const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
-  const cacheDb = openCacheDb(config, logger, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.cache });
+  const cacheDb = openServingCacheDb(config, settings.url, logger, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.cache });
   const cacheGate = loggedGate(
     'cache.db',
     clock,
@@ -202,7 +197,8 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     metrics,
     costs,
     async listen() {
-      return server.listen({ host: config.server.host, port: config.server.port });
+      const { host, port } = config.server;
+      return server.listen({ host, port }).catch((err: unknown) => Promise.reject(listenError(err, host, port)));
     },
     close() {
       closing ??= (async () => {

@@ -6,9 +6,12 @@ import { registerKeys } from './cli/keys.js';
 import { registerRun } from './cli/run.js';
 import { registerUsage } from './cli/usage.js';
 import { CliError } from './cli/common.js';
+import { StartupError } from './startup-error.js';
+import { VERSION } from './version.js';
 
 const program = new Command('tollgate')
   .description('Caching, rate- and credit-limiting gateway for the professional-network data API')
+  .version(VERSION, '-V, --version', 'print the version')
   .option('-c, --config <file>', 'YAML config file (default: $TOLLGATE_CONFIG)')
   .option('--data-dir <dir>', 'data directory (default: $TOLLGATE_DATA_DIR or ./data)')
   .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent')
@@ -27,6 +30,10 @@ try {
   if (err instanceof CliError || err instanceof ConfigError) {
     console.error(`tollgate: ${err.message}`);
     process.exit(2);
+  }
+  if (err instanceof StartupError) {
+    console.error(`tollgate: ${err.message}`);
+    process.exit(1);
   }
   console.error(err);
   process.exit(1);

@@ -13,7 +13,15 @@ const ms = z.number().int().min(1);
 const nonNeg = z.number().int().min(0);
 
 const UpstreamSchema = z.strictObject({
-  url: z.url({ protocol: /^https?$/ }).nullable().default(null),
+  url: z
+    .url({ protocol: /^https?$/ })
+    // Tollgate appends the /v1/... path itself: a URL ending in /v1 would call /v1/v1/profile.
+    .superRefine((u, ctx) => {
+      const path = new URL(u).pathname;
+      if (/\/v1\/*$/i.test(path)) ctx.addIssue({ code: 'custom', message: `must be the provider's base URL, without /v1: set it to ${u.replace(/\/v1\/*$/i, '')}` });
+    })
+    .nullable()
+    .default(null),
   apiKey: z.string().min(1).nullable().default(null),
   connectTimeoutMs: ms.default(5_000),
   headersTimeoutMs: ms.default(20_000),

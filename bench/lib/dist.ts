@@ -23,3 +23,4 @@ export const distConfig = () => load<typeof import('../../src/config.js')>('conf
 export const distClock = () => load<typeof import('../../src/clock.js')>('clock.js');
 export const distCache = () => load<typeof import('../../src/store/cache.js')>('store/cache.js');
 export const distSimulator = () => load<typeof import('../../src/simulator/index.js')>('simulator/index.js');
+export const distCacheOrigin = () => load<typeof import('../../src/store/cache-origin.js')>('store/cache-origin.js');

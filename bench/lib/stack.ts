@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { execFileSync } from 'node:child_process';
-import { CLI } from './dist.js';
+import { CLI, distApp, distCacheOrigin, distConfig } from './dist.js';
 import { createKey, startGateway, startSimulator, type Child, type Gateway } from './procs.js';
 
 export const SIM_KEY = 'sim_bench_provider_key_0123456789';
@@ -36,6 +36,7 @@ let logNo = 0;
 export async function startStack(o: StackOptions = {}): Promise<Stack> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const sim = await startSimulator(SIM_KEY, o.simLatencyMs ?? 0);
+  if (o.dir) await recordCacheOrigin(o.dir, sim.url);
   const key = createKey(dir);
   const boot = (nodeArgs = o.nodeArgs) =>
     startGateway({
@@ -71,6 +72,24 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
       if (!o.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A cache.db filled beforehand has no record of its upstream, and the gateway serves no
+ * entries of unknown origin: record this run's simulator as theirs. A build from before
+ * the record (TOLLGATE_BENCH_TARGET) has no such module and no such check.
+ */
+async function recordCacheOrigin(dir: string, upstreamUrl: string): Promise<void> {
+  const origin = await distCacheOrigin().catch(() => null);
+  if (!origin) return;
+  const { openCacheDb } = await distApp();
+  const { validateConfig } = await distConfig();
+  const db = openCacheDb(validateConfig({ dataDir: dir }));
+  try {
+    origin.recordCacheOrigin(db, origin.upstreamIdentity(upstreamUrl));
+  } finally {
+    db.close();
+  }
 }
 
 export interface Reply {

@@ -1,12 +1,11 @@
 import type { Command } from 'commander';
-import { openCacheDb } from '../app.js';
 import { purgeFilter } from '../gateway/purge.js';
 import { CacheStore } from '../store/cache.js';
-import { CliError, configFrom, type GlobalOpts } from './common.js';
+import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
 
 function withCache<T>(cmd: Command, fn: (cache: CacheStore, domain: string) => T): T {
   const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
-  const db = openCacheDb(config);
+  const db = openForCli(config, 'cache.db', 'read');
   try {
     // A one-shot command reads each entry at most once: nothing to keep in memory.
     return fn(new CacheStore(db, { memoryMaxBytes: 0 }), config.network.domain);

@@ -1,11 +1,10 @@
 import type { Command } from 'commander';
 import { STRATEGIES } from '../api/endpoints.js';
 import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
-import { openMainDb } from '../app.js';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { KeyStore } from '../store/keys.js';
-import { CliError, configFrom, type GlobalOpts } from './common.js';
+import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
 
 const FLAG: Record<string, string> = {
   name: '--name',
@@ -19,10 +18,13 @@ const FLAG: Record<string, string> = {
   overlap: '--overlap',
 };
 
-/** Run with the key store of the configured data dir; input mistakes become CLI errors naming the flag. */
-function withStore<T>(cmd: Command, fn: (store: KeyStore, config: Readonly<Config>) => T): T {
+/**
+ * Run with the key store of the configured data dir; input mistakes become CLI errors naming
+ * the flag. Only `create` may create tollgate.db: the other commands act on existing keys.
+ */
+function withStore<T>(cmd: Command, fn: (store: KeyStore, config: Readonly<Config>) => T, mode: 'read' | 'create' = 'read'): T {
   const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
-  const db = openMainDb(config);
+  const db = openForCli(config, 'tollgate.db', mode);
   try {
     return fn(new KeyStore(db, systemClock), config);
   } catch (err) {
@@ -81,7 +83,7 @@ export function registerKeys(program: Command): void {
 
   limitOptions(keys.command('create').description('create a key; its secret is printed once and never again').requiredOption('--name <name>', 'a human name, e.g. the team'), false).action(
     function (this: Command, o: KeyOpts) {
-      const { key, secret } = withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o)));
+      const { key, secret } = withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o)), 'create');
       if (o.json) console.log(JSON.stringify({ id: key.id, key: secret }));
       else console.log(`Created ${key.id} (${key.name}).\nSecret (shown once, store it now):\n  ${secret}`);
     },

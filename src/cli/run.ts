@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { randomBytes } from 'node:crypto';
-import { createApp, openMainDb } from '../app.js';
-import { systemClock } from '../clock.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp } from '../app.js';
 import { closeOnSignals } from '../obs/lifecycle.js';
-import { KeyStore } from '../store/keys.js';
 import { startSimulator } from '../simulator/index.js';
-import { configFrom, portNumber, type GlobalOpts } from './common.js';
+import { CliError, configFrom, portNumber, type GlobalOpts } from './common.js';
 
 interface ServeOpts extends GlobalOpts {
   port?: string;
@@ -19,7 +20,7 @@ export function registerRun(program: Command): void {
     .description('run the gateway')
     .option('-p, --port <port>', 'listen port (default: $TOLLGATE_PORT or 8080)')
     .option('--host <host>', 'listen address (default: $TOLLGATE_HOST or 0.0.0.0)')
-    .option('--upstream-url <url>', 'provider base URL (default: $TOLLGATE_UPSTREAM_URL)')
+    .option('--upstream-url <url>', 'provider base URL, without /v1 (default: $TOLLGATE_UPSTREAM_URL)')
     .action(async function (this: Command) {
       const config = configFrom(this.optsWithGlobals<ServeOpts>());
       const app = createApp(config);
@@ -45,28 +46,37 @@ export function registerRun(program: Command): void {
 
   program
     .command('demo')
-    .description('start the simulator and the gateway, create a demo key, print curl commands')
+    .description('the simulator and a gateway on a temporary data directory (removed when it stops), a demo key, curl commands')
     .option('-p, --port <port>', 'gateway port (default: $TOLLGATE_PORT or 8080)')
+    .option('--host <host>', 'listen address (default: 127.0.0.1; $TOLLGATE_HOST is not used)')
     .action(async function (this: Command) {
+      const opts = this.optsWithGlobals<ServeOpts>();
+      if (opts.dataDir !== undefined) {
+        throw new CliError('demo runs on a temporary data directory of its own, removed when it stops; --data-dir is for serve and the other commands');
+      }
+      // Never the serve data directory: its synthetic answers would become cache hits and its
+      // key a real key. Nothing of the demo outlives it, so its key stops working with it.
+      const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
+      process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }));
       const simKey = 'sim_' + randomBytes(12).toString('hex');
       const sim = await startSimulator({ port: 0, apiKey: simKey });
-      const opts = this.optsWithGlobals<ServeOpts>();
-      const base = configFrom(opts);
-      const config = configFrom({ ...opts, upstreamUrl: sim.url });
-      const secret = freshDemoKey(config);
+      const host = opts.host ?? '127.0.0.1';
+      const config = configFrom({ ...opts, dataDir, host, upstreamUrl: sim.url });
       const app = createApp({ ...config, upstream: { ...config.upstream, apiKey: simKey } });
+      const secret = app.keys.create({ name: 'demo', owner: 'tollgate demo' }).secret;
       await app.listen();
       const addr = app.server.server.address();
-      const port = typeof addr === 'object' && addr ? addr.port : base.server.port;
-      const gw = `http://127.0.0.1:${port}`;
+      const port = typeof addr === 'object' && addr ? addr.port : config.server.port;
+      const reach = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+      const gw = `http://${reach}:${port}`;
       const auth = `-H "Authorization: Bearer ${secret}"`;
       console.log(
         [
           '',
           'Tollgate demo is running (Ctrl-C to stop).',
-          `  gateway:   ${gw}`,
+          `  gateway:   ${gw}  (listening on ${host})`,
           `  provider:  ${sim.url}  (built-in simulator)`,
-          `  data dir:  ${config.dataDir}`,
+          `  data dir:  ${dataDir}  (temporary: removed when the demo stops, with the key)`,
           `  demo key:  ${secret}`,
           '',
           'Try:',
@@ -78,16 +88,4 @@ export function registerRun(program: Command): void {
       );
       closeOnSignals(app, () => sim.close());
     });
-}
-
-/** Each demo run revokes the previous demo keys: their secrets were printed once and are gone. */
-function freshDemoKey(config: ReturnType<typeof configFrom>): string {
-  const db = openMainDb(config);
-  try {
-    const store = new KeyStore(db, systemClock);
-    for (const k of store.list()) if (k.name === 'demo' && k.revokedAt === null) store.revoke(k.id);
-    return store.create({ name: 'demo', owner: 'tollgate demo' }).secret;
-  } finally {
-    db.close();
-  }
 }

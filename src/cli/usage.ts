@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { openMainDb } from '../app.js';
 import { usageGroup, usageWindow } from '../admin/usage.js';
 import { queryUsage, type UsageGroup, type UsageRow } from '../store/ledger.js';
-import { CliError, configFrom, type GlobalOpts } from './common.js';
+import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
 
 function table(rows: UsageRow[], by: UsageGroup): string {
   const head = [by === 'key' ? 'key' : by, 'name', 'requests', 'cache_hits', 'credits', 'credits_saved', 'unsettled_credits'];
@@ -36,7 +35,7 @@ export function registerUsage(program: Command): void {
       if (!by) throw new CliError(`--by: expected key, day or endpoint, got '${o.by}'`);
       const w = usageWindow(o.from, o.to, Date.now());
       if (typeof w === 'string') throw new CliError(`--${w}`);
-      const db = openMainDb(configFrom(this.optsWithGlobals<GlobalOpts>()));
+      const db = openForCli(configFrom(this.optsWithGlobals<GlobalOpts>()), 'tollgate.db', 'read');
       try {
         const rows = queryUsage(db, w.from, w.to, by);
         if (o.json) return console.log(JSON.stringify(rows, null, 2));

@@ -61,4 +61,9 @@ export const CACHE_MIGRATIONS: readonly Migration[] = [
       INSERT INTO counters SELECT 'entries', COUNT(*) FROM entries;
     `);
   },
+  // 4. Facts about the file itself, e.g. which upstream its entries came from (cache-origin.ts).
+  //    WITHOUT ROWID: a few rows looked up by name need no separate primary-key index.
+  (db) => {
+    db.exec('CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT, WITHOUT ROWID;');
+  },
 ];

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { StartupError, uidText } from '../startup-error.js';
 
 export type DB = Database.Database;
 
@@ -16,6 +17,11 @@ export interface OpenOptions {
    */
   autoCheckpoint?: boolean;
   /**
+   * true: refuse (StartupError, code ENOENT) when the file does not exist instead of creating
+   * an empty database, so a command that reads never reports on a database nobody uses.
+   */
+  mustExist?: boolean;
+  /**
    * How long a write waits for another connection's lock before SQLITE_BUSY; 5 s by default
    * (right for the CLI, which should wait for the server). The server's own connections use a
    * short one: their writes run on the event loop, so every millisecond waited is a stall of
@@ -27,10 +33,39 @@ export interface OpenOptions {
 /**
  * Open a SQLite file for the gateway: WAL so the CLI can write while the server reads,
  * a busy timeout so those writers wait rather than fail, and versioned migrations.
+ * The directory and files it creates are the owner's alone (0700, 0600): they hold key
+ * hashes, the ledger and paid-for provider data. Failures an operator fixes outside
+ * Tollgate (permissions, a damaged file, a newer schema) are StartupErrors naming the path.
  */
 export function openDatabase(file: string, migrations: readonly Migration[], opts: OpenOptions = {}): DB {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
+  if (file === ':memory:') return configure(new Database(file), migrations, opts);
+  const path = resolve(file);
+  if (opts.mustExist && !existsSync(path)) throw new StartupError(`no database at ${path}`, 'ENOENT');
+  let db: DB | undefined;
+  try {
+    if (!opts.mustExist) createOwnerOnly(path);
+    db = new Database(path, { fileMustExist: opts.mustExist === true });
+    return configure(db, migrations, opts);
+  } catch (err) {
+    db?.close();
+    throw openError(err, path);
+  }
+}
+
+/**
+ * SQLite creates files 0644 (less the umask) and gives the -wal and -shm files the mode of
+ * the database file, so creating the empty file 0600 first makes all three owner-only.
+ */
+function createOwnerOnly(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'EEXIST') throw err;
+  }
+}
+
+function configure(db: DB, migrations: readonly Migration[], opts: OpenOptions): DB {
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
@@ -42,6 +77,23 @@ export function openDatabase(file: string, migrations: readonly Migration[], opt
   return db;
 }
 
+/** The everyday causes as one line with the path; anything else unchanged (a bug has a stack). */
+function openError(err: unknown, path: string): unknown {
+  if (err instanceof StartupError) return err;
+  const code = (err as { code?: string }).code ?? '';
+  const fix = 'fix its owner or mode, or set --data-dir / TOLLGATE_DATA_DIR';
+  if (/^(EACCES|EPERM|EROFS)$/.test(code)) {
+    const at = (err as { path?: string }).path ?? dirname(path);
+    return new StartupError(`data directory ${dirname(path)} is not writable by ${uidText()} (${code} on ${at}); ${fix}`, code);
+  }
+  if (/^SQLITE_(CANTOPEN|READONLY|PERM|AUTH)/.test(code)) {
+    return new StartupError(`cannot open ${path} for writing: it or its directory is not writable by ${uidText()} (${code}); ${fix}`, code);
+  }
+  if (/^(ENOTDIR|EEXIST)$/.test(code)) return new StartupError(`cannot create ${path}: a file is in the way of its directory (${code})`, code);
+  if (/^SQLITE_(CORRUPT|NOTADB)/.test(code)) return new StartupError(`${path} is damaged or not a SQLite database (${code})`, code);
+  return err;
+}
+
 function migrate(db: DB, migrations: readonly Migration[]): void {
   // Each step reads the version inside its own IMMEDIATE transaction: two processes starting
   // together (the server and a CLI command) then apply each step once, one after the other.
@@ -49,7 +101,7 @@ function migrate(db: DB, migrations: readonly Migration[]): void {
     .transaction((): boolean => {
       const current = db.pragma('user_version', { simple: true }) as number;
       if (current > migrations.length) {
-        throw new Error(`database schema version ${current} is newer than this Tollgate (${migrations.length}); upgrade Tollgate`);
+        throw new StartupError(`${db.name}: database schema version ${current} is newer than this Tollgate (${migrations.length}); upgrade Tollgate`);
       }
       if (current === migrations.length) return false;
       migrations[current]!(db);

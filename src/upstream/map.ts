@@ -69,7 +69,7 @@ export function classifyAnswer(a: ProviderAnswer, opts: MapOptions = {}): Classi
       retryAfterS,
     };
   }
-  if (status === 404) return passThrough(a, 'not_found', opts);
+  if (status === 404) return isRouteMiss(a) ? noRoute() : passThrough(a, 'not_found', opts);
   if (status === 512) return passThrough(a, 'temporary', opts);
   if (status === 513) return passThrough(a, 'source_not_found', opts);
   if (status >= 400 && status < 500) return passThrough(a, 'client', opts);
@@ -78,6 +78,33 @@ export function classifyAnswer(a: ProviderAnswer, opts: MapOptions = {}): Classi
   }
   // 1xx leftovers and 3xx: we never follow redirects, so any of these is an answer we cannot use.
   return invalid(`unexpected status ${status}`);
+}
+
+/**
+ * A 404 about the path, not about an entity: the provider's error envelope is missing (a proxy
+ * or web server in front answered), or its code or message names a route, endpoint or path
+ * ("No such endpoint: /v1/v1/profile", ROUTE_NOT_FOUND). Every lookup would get it, so it
+ * must never be cached as the entity's 404.
+ */
+function isRouteMiss(a: ProviderAnswer): boolean {
+  const env = a.tooLarge ? null : readErrorEnvelope(a.body);
+  if (!env) return true;
+  const code = typeof env.code === 'string' ? env.code : '';
+  const message = typeof env.message === 'string' ? env.message : '';
+  return /ROUTE|ENDPOINT|PATH/i.test(code) || ROUTE_MESSAGE.test(message);
+}
+
+const ROUTE_MESSAGE = /\b(no such|unknown|invalid) (route|endpoint|path)\b|\b(route|endpoint|path)\b[^.]{0,40}\bnot (found|exist)/i;
+
+function noRoute(): Classified {
+  return {
+    ok: false,
+    kind: 'no_route',
+    failure: failure(
+      'UPSTREAM_ERROR',
+      "The provider has no such route: the gateway's upstream.url is probably wrong (it must be the provider's base URL, without /v1).",
+    ),
+  };
 }
 
 function checkEnvelope(a: ProviderAnswer): Classified {

@@ -54,7 +54,8 @@ export interface UpstreamCall {
 /** Why a call failed, for the cache's decisions (negative caching, stale fallback). */
 export type UpstreamFailureKind =
   | 'client' // provider 400: passes through
-  | 'not_found' // provider 404: passes through, negative-cacheable
+  | 'not_found' // provider 404 about an entity: passes through, negative-cacheable
+  | 'no_route' // provider 404 about the path (upstream.url is wrong) → 502 UPSTREAM_ERROR, never cached
   | 'source_not_found' // provider 513: passes through, negative-cacheable
   | 'temporary' // provider 512 after retries: passes through, stale-eligible
   | 'rate_limited' // provider 429 → 429 UPSTREAM_RATE_LIMITED

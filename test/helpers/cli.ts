@@ -10,9 +10,9 @@ export interface CliResult {
 }
 
 /** Run the built CLI as a user would (`npm test` builds dist first). */
-export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<CliResult> {
+export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000, spawnOpts: { cwd?: string; uid?: number; gid?: number } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...spawnOpts });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -34,9 +34,10 @@ export function startCli(
   env: Record<string, string>,
   ready: RegExp,
   timeoutMs = 20_000,
+  cwd?: string,
 ): Promise<{ child: ChildProcess; output: () => string; match: RegExpMatchArray }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], cwd });
     let out = '';
     const t = setTimeout(() => {
       child.kill('SIGKILL');

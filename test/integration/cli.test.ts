@@ -59,7 +59,10 @@ describe('tollgate CLI', () => {
     [['keys', 'show', 'key_nope'], /no key with id/],
     [['keys', 'revoke', 'key_nope'], /no key with id/],
   ])('%j fails with a clear message', async (args, message) => {
-    const r = await runCli([...args, '--data-dir', tempDir()]);
+    // A data dir with a tollgate.db: the commands that act on keys refuse a missing database first.
+    const dir = tempDir();
+    expect((await runCli(['keys', 'create', '--name', 'seed', '--data-dir', dir])).code).toBe(0);
+    const r = await runCli([...args, '--data-dir', dir]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(message);
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace

@@ -69,6 +69,14 @@ describe('config', () => {
     expect(() => validateConfig(tree)).toThrow(field);
   });
 
+  it.each(['https://provider.example/v1', 'https://provider.example/v1/', 'http://10.0.0.5:8090/proxy/V1'])('refuses an upstream.url ending in /v1 (%s), saying what to set', (url) => {
+    expect(() => validateConfig({ upstream: { url } })).toThrow(`upstream.url: must be the provider's base URL, without /v1: set it to ${url.replace(/\/v1\/?$/i, '')}`);
+  });
+
+  it.each(['https://provider.example', 'https://provider.example/api/', 'https://provider.example/v10'])('accepts the upstream.url %s', (url) => {
+    expect(validateConfig({ upstream: { url } }).upstream.url).toBe(url);
+  });
+
   it('a bad env value names the variable', () => {
     expect(() => loadConfig({ env: { TOLLGATE_PORT: 'eighty' } })).toThrow('TOLLGATE_PORT');
   });

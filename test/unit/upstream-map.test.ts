@@ -10,7 +10,13 @@ describe('classifyAnswer: status → kind / failure', () => {
     [400, errBody('INVALID_NETWORK_URL', 'Please provide a valid profile URL.'), 'client', 400, 'INVALID_NETWORK_URL'],
     [400, 'not json', 'client', 400, 'INVALID_PARAMETER'],
     [404, errBody('PROFILE_NOT_FOUND', 'No such profile.'), 'not_found', 404, 'PROFILE_NOT_FOUND'],
-    [404, '', 'not_found', 404, 'NOT_FOUND'],
+    // A 404 about the path, not an entity: without the provider's envelope, or naming a route.
+    [404, '', 'no_route', 502, 'UPSTREAM_ERROR'],
+    [404, '<html><body>404 Not Found</body></html>', 'no_route', 502, 'UPSTREAM_ERROR'],
+    [404, errBody('NOT_FOUND', 'No such endpoint: /v1/v1/profile.'), 'no_route', 502, 'UPSTREAM_ERROR'],
+    [404, errBody('ROUTE_NOT_FOUND', 'No such route.'), 'no_route', 502, 'UPSTREAM_ERROR'],
+    [404, errBody('NOT_FOUND', 'Endpoint /v2/profile does not exist'), 'no_route', 502, 'UPSTREAM_ERROR'],
+    [404, errBody('NOT_FOUND', 'The requested profile or organization was not found.'), 'not_found', 404, 'NOT_FOUND'],
     [512, errBody('TEMPORARY_FETCH_FAILURE', 'try again'), 'temporary', 512, 'TEMPORARY_FETCH_FAILURE'],
     [512, null, 'temporary', 512, 'TEMPORARY_FETCH_FAILURE'],
     [513, errBody('SOURCE_NOT_FOUND', 'gone'), 'source_not_found', 513, 'SOURCE_NOT_FOUND'],
@@ -40,6 +46,11 @@ describe('classifyAnswer: status → kind / failure', () => {
     expect(c.failure.code).toBe(code);
     expect(typeof c.failure.message).toBe('string');
     expect(c.failure.message.length).toBeGreaterThan(0);
+  });
+
+  it('tells the operator a route-level 404 means upstream.url is wrong', () => {
+    const c = classifyAnswer({ status: 404, body: errBody('NOT_FOUND', 'No such endpoint: /v1/v1/profile.') });
+    expect(!c.ok && c.failure.message).toMatch(/upstream\.url is probably wrong .*without \/v1/);
   });
 
   it('passes the provider message through', () => {

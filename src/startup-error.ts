@@ -1,0 +1,33 @@
+/**
+ * A failure an operator meets at startup and fixes outside Tollgate (a port in use, a data
+ * directory it may not write, a damaged database): the CLI prints its message as one line,
+ * without a stack trace, and exits 1.
+ */
+export class StartupError extends Error {
+  override name = 'StartupError';
+
+  constructor(
+    message: string,
+    /** The underlying error code (e.g. EADDRINUSE, SQLITE_NOTADB), for callers that recover from some. */
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The process's uid, for "not writable by uid N"; undefined where the platform has none. */
+export function uidText(): string {
+  return typeof process.getuid === 'function' ? `uid ${process.getuid()}` : 'this user';
+}
+
+/** `listen` failures an operator can fix, as one line naming the setting to change. */
+export function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as { code?: string }).code;
+  const where = `port ${port} on ${host}`;
+  if (code === 'EADDRINUSE') return new StartupError(`${where} is already in use; set --port or TOLLGATE_PORT`, code);
+  if (code === 'EACCES') return new StartupError(`${where} may not be bound by ${uidText()}; use a port above 1023 (--port or TOLLGATE_PORT)`, code);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+    return new StartupError(`cannot listen on ${host}: no such local address; set --host or TOLLGATE_HOST`, code);
+  }
+  return err;
+}
