@@ -81,6 +81,6 @@ export async function guarded(
     upstreamRequestId: trace.upstreamRequestId ?? null,
   });
   // Every Answer's headers object is its own, so the fields are added in place (no copies on the hot path).
-  Object.assign(answer.headers, adm.headers, deps.accounting.headers(key, deps.clock.now()));
+  Object.assign(answer.headers, adm.headers, deps.accounting.headers(key, endpoint, deps.clock.now()));
   return answer;
 }
