@@ -6,7 +6,7 @@ import type { EntityKind } from './endpoints.js';
  * rules only merge spellings that are certainly the same page and never guess beyond that.
  */
 export interface UrlIdentity {
-  /** `/in/x`, `/pub/x/a/b/c`, `/company/x` or `/school/x`, slug percent-encoded. */
+  /** `/in/x`, `/pub/x/…` (every segment), `/company/x` or `/school/x`; segments percent-encoded. */
   readonly path: string;
   /** The URL forwarded to the provider: https://www.<domain><path>. */
   readonly url: string;
@@ -21,9 +21,13 @@ const SAME_SITE_SUB = /^(?:www|m|mobile|[a-z]{2}|[a-z]{2}-[a-z]{2})$/;
 const MEMBER_ID = /^AC[ow]AA/;
 /** Characters that never belong in a decoded slug. */
 const BAD_SLUG = /[\s/?#\\\u0000-\u001f\u007f]/u;
-/** `/pub/name/a/b/c`: the trailing parts of a public profile id are short alphanumerics. */
-const PUB_PART = /^[0-9a-z]{1,4}$/i;
 const MAX_URL_CHARS = 2048;
+/**
+ * The longest canonical path (percent-encoded) that is keyed and forwarded. A longer one is
+ * refused, never cut: a cut path names another page. One /in/ or /company/ slug (≤ 200
+ * characters, ≤ 9 encoded each) always fits; only a /pub/ path with many segments can exceed it.
+ */
+const MAX_PATH_CHARS = 2048;
 
 const ROOTS: Record<EntityKind, readonly string[]> = {
   profile: ['in', 'pub'],
@@ -48,18 +52,23 @@ export function canonicalUrl(input: string, kind: EntityKind, domain: string): U
   const segments = url.pathname.split('/').filter((s) => s.length > 0);
   const root = segments[0]?.toLowerCase();
   if (!root || !ROOTS[kind].includes(root)) return { ok: false, reason: 'path' };
-  const slug = decodeSlug(segments[1]);
+  const slug = decodeSegment(segments[1]);
   if (slug === null) return { ok: false, reason: 'slug' };
 
-  const parts = [root, encodeURIComponent(slug)];
+  const parts = [root, encodeURIComponent(foldVanityCase(slug))];
   if (root === 'pub') {
-    // Keep the whole public id: /pub/jane/1/2/3 and /pub/jane/4/5/6 are different people.
-    for (const seg of segments.slice(2, 5)) {
-      if (!PUB_PART.test(seg)) break;
-      parts.push(seg.toLowerCase());
+    // A /pub/ path names its member by all of it (/pub/name/1a/2b/3c, /pub/dir/first/last) and
+    // its segments have no fixed shape, so none can be told apart from a sub-page: every one is
+    // kept, with its case, and forwarded. An unneeded split costs one provider call; a wrong
+    // merge serves one person's data for another.
+    for (const seg of segments.slice(2)) {
+      const part = decodeSegment(seg);
+      if (part === null) return { ok: false, reason: 'slug' };
+      parts.push(encodeURIComponent(part));
     }
   }
   const path = '/' + parts.join('/');
+  if (path.length > MAX_PATH_CHARS) return { ok: false, reason: 'too long' };
   return { ok: true, identity: { path, url: `https://www.${domain}${path}` } };
 }
 
@@ -70,7 +79,8 @@ function sameSite(hostname: string, domain: string): boolean {
   return SAME_SITE_SUB.test(host.slice(0, -domain.length - 1));
 }
 
-function decodeSlug(segment: string | undefined): string | null {
+/** One path segment percent-decoded and NFC-normalized, or null when no slug can hold it. */
+function decodeSegment(segment: string | undefined): string | null {
   if (segment === undefined) return null;
   let decoded: string;
   try {
@@ -81,6 +91,11 @@ function decodeSlug(segment: string | undefined): string | null {
   decoded = decoded.normalize('NFC');
   if (decoded.length === 0 || decoded.length > 200 || BAD_SLUG.test(decoded)) return null;
   if (decoded === '.' || decoded === '..') return null;
+  return decoded;
+}
+
+/** Vanity slugs are case-insensitive; member-id slugs are opaque tokens whose case is significant. */
+function foldVanityCase(slug: string): string {
   // Lowercasing can denormalize (e.g. U+0130), so normalize again to stay idempotent.
-  return MEMBER_ID.test(decoded) ? decoded : decoded.toLowerCase().normalize('NFC');
+  return MEMBER_ID.test(slug) ? slug : slug.toLowerCase().normalize('NFC');
 }

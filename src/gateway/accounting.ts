@@ -77,9 +77,15 @@ export class Accounting {
     this.ledger.record(row);
   }
 
-  /** X-Credits-* for a key with a budget; none for a key without one. */
-  headers(key: ApiKey, now: number): Record<string, string> {
-    return creditHeaders(this.states(key.id, this.budgetsOf(key), now));
+  /**
+   * X-Credits-* on an answer to `endpoint`, for a key with a budget; none for a key without
+   * one. They describe that endpoint's next provider call, so `Remaining` is 0 when its
+   * estimate would be refused by the key's or the provider's budget.
+   */
+  headers(key: ApiKey, endpoint: string, now: number): Record<string, string> {
+    const own = this.budgetsOf(key);
+    if (own.length === 0) return {};
+    return creditHeaders(this.states(key.id, own, now), this.providerStates(now), this.estimate(endpoint));
   }
 
   /** The key's budgets with usage, for the admin API. */

@@ -31,12 +31,26 @@ export function hitAnswer(e: CacheEntry, requestId: string, now: number, ttlMs: 
   return { answer: { status: 200, headers, body: successBody(requestId, e.data!, metaWith(e.meta, true, 0)) }, simple: 'HIT' };
 }
 
-/** besteffort's fallback: the provider failed, a stored entry answers (RFC 9211 stale-if-error). */
-export function staleAnswer(e: CacheEntry, requestId: string, now: number, ttlMs: number, fwdStatus: number): Answer {
+/**
+ * Why besteffort fell back to its stored entry: the provider was asked and failed with
+ * `fwdStatus`, or it was never asked (`code`: the credit refusal or the open breaker).
+ */
+export type StaleCause = { readonly forwarded: true; readonly fwdStatus: number } | { readonly forwarded: false; readonly code: string };
+
+/**
+ * besteffort's fallback (RFC 9211 stale-if-error). `hit` means "not forwarded" in RFC 9211,
+ * so an answer after a failed provider call says `fwd=stale; fwd-status=S`, and only one
+ * that never reached the provider says `hit`, naming what stopped the call in `detail`.
+ */
+export function staleAnswer(e: CacheEntry, requestId: string, now: number, ttlMs: number, cause: StaleCause): Answer {
+  const ttl = seconds(e.storedAt + ttlMs - now);
+  const status = cause.forwarded
+    ? `tollgate; fwd=stale; fwd-status=${cause.fwdStatus}; ttl=${ttl}; detail=stale-if-error`
+    : `tollgate; hit; ttl=${ttl}; detail=${cause.code}`;
   return {
     status: 200,
     headers: {
-      'cache-status': `tollgate; hit; fwd=stale; fwd-status=${fwdStatus}; ttl=${seconds(e.storedAt + ttlMs - now)}; detail=stale-if-error`,
+      'cache-status': status,
       age: String(Math.max(0, seconds(now - e.storedAt))),
       'x-cache-status': 'STALE',
     },

@@ -92,12 +92,32 @@ export function refusingBudget(states: readonly BudgetState[], estimate: number)
   return refusing;
 }
 
-/** X-Credits-* of the most constraining budget (fewest remaining; on a tie the longest reset). */
-export function creditHeaders(states: readonly BudgetState[]): Record<string, string> {
-  if (states.length === 0) return {};
+/** Fewest remaining; on a tie the longest reset, because that is how long a client at 0 must wait. */
+function tightest(states: readonly BudgetState[]): BudgetState {
   let m = states[0]!;
   for (const s of states.slice(1)) {
     if (remaining(s) < remaining(m) || (remaining(s) === remaining(m) && s.reset > m.reset)) m = s;
   }
-  return { 'x-credits-used': String(m.used), 'x-credits-remaining': String(remaining(m)), 'x-credits-reset': String(m.reset) };
+  return m;
+}
+
+/**
+ * X-Credits-* on an answer to an endpoint whose provider call reserves `estimate`, for a key
+ * with budgets `own`; `shared` (the provider-wide budgets) gate the same call. Truthful in
+ * both directions: `Remaining` is what such a call may still spend, and it is 0 exactly when
+ * `refusingBudget` would refuse that call now, so a client told > 0 is admitted and one told
+ * 0 would not be. `Reset` is when the budget bounding `Remaining` renews (at 0, the refusal's
+ * Retry-After); `Used` is this key's own settled spending in its tightest budget.
+ */
+export function creditHeaders(own: readonly BudgetState[], shared: readonly BudgetState[], estimate: number): Record<string, string> {
+  if (own.length === 0) return {};
+  const used = tightest(own).used;
+  const all = shared.length === 0 ? own : [...own, ...shared];
+  const refusing = refusingBudget(all, estimate);
+  const bound = refusing ?? tightest(all);
+  return {
+    'x-credits-used': String(used),
+    'x-credits-remaining': String(refusing ? 0 : remaining(bound)),
+    'x-credits-reset': String(bound.reset),
+  };
 }

@@ -76,7 +76,7 @@ export async function guarded(
   const end = { status: answer.status, code: answer.errorCode ?? null, credits: trace.creditsUsed ?? 0, unsettled: trace.unsettled ?? false };
   deps.accounting.settle(ledgerRow(frame, trace, end));
   // Every Answer's headers object is its own, so the fields are added in place (no copies on the hot path).
-  Object.assign(answer.headers, adm.headers, deps.accounting.headers(key, deps.clock.now()));
+  Object.assign(answer.headers, adm.headers, deps.accounting.headers(key, endpoint, deps.clock.now()));
   return answer;
 }
 

@@ -70,7 +70,7 @@ async function lookupStages(deps: LookupDeps, def: EndpointDef, key: ApiKey, inc
       if (decision.staleFallback && entry && entry.status === 200) {
         trace.cache = 'STALE';
         trace.creditsSaved = entry.credits;
-        return staleAnswer(entry, requestId, now, entryTtl(200), refused.status);
+        return staleAnswer(entry, requestId, now, entryTtl(200), { forwarded: false, code: refused.code });
       }
       return errorAnswer(refused, requestId);
     }
@@ -100,7 +100,9 @@ async function lookupStages(deps: LookupDeps, def: EndpointDef, key: ApiKey, inc
   if (decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind)) {
     trace.cache = 'STALE';
     trace.creditsSaved = entry.credits;
-    return staleAnswer(entry, requestId, deps.clock.now(), entryTtl(200), fwdStatus);
+    // No attempt means the call never left (breaker open, queue full): nothing was forwarded.
+    const cause = outcome.attempts > 0 ? { forwarded: true as const, fwdStatus } : { forwarded: false as const, code: outcome.failure.code };
+    return staleAnswer(entry, requestId, deps.clock.now(), entryTtl(200), cause);
   }
   return forwardFailure(fwd, outcome.failure, requestId, fwdStatus, extra);
 }

@@ -97,8 +97,13 @@ export interface RateState {
   readonly reset: number;
 }
 
+/** An advisory window never refuses, so it never reports 0 remaining: a client told 0 would wait for nothing. */
 export function rateStates(counts: readonly PolicyCount[], now: number): RateState[] {
-  return counts.map(({ policy, count }) => ({ policy, remaining: Math.max(0, policy.limit - count), reset: resetSeconds(policy, now) }));
+  return counts.map(({ policy, count }) => ({
+    policy,
+    remaining: Math.max(policy.enforced ? 0 : 1, policy.limit - count),
+    reset: resetSeconds(policy, now),
+  }));
 }
 
 /**
@@ -144,15 +149,24 @@ function policyField(states: readonly RateState[]): string {
  * X-RateLimit-Limit/-Remaining/-Reset (delta-seconds) of the most constraining policy, and
  * the IETF draft's structured fields (draft-ietf-httpapi-ratelimit-headers-08 and later):
  * `RateLimit-Policy` lists every policy, `RateLimit` reports the most constraining one.
+ * The IETF fields advertise quota policies, and a server must not advertise one it does not
+ * enforce: they carry enforced policies only, and are absent for a key without any. The
+ * X- fields are on every answer (the provider's spec requires them), so an unlimited key's
+ * carry its advisory window.
  */
 export function rateHeaders(states: readonly RateState[]): Record<string, string> {
   if (states.length === 0) return {};
   const m = mostConstraining(states);
-  return {
+  const headers: Record<string, string> = {
     'x-ratelimit-limit': String(m.policy.limit),
     'x-ratelimit-remaining': String(m.remaining),
     'x-ratelimit-reset': String(m.reset),
-    'ratelimit-policy': policyField(states),
-    ratelimit: `"${m.policy.name}";r=${m.remaining};t=${m.reset}`,
   };
+  // Policy lists are all enforced (parsed) or the advisory alone; filter only for a mixed one.
+  const enforced = states.every((s) => s.policy.enforced) ? states : states.filter((s) => s.policy.enforced);
+  if (enforced.length === 0) return headers;
+  const e = enforced === states ? m : mostConstraining(enforced);
+  headers['ratelimit-policy'] = policyField(enforced);
+  headers.ratelimit = `"${e.policy.name}";r=${e.remaining};t=${e.reset}`;
+  return headers;
 }

@@ -77,8 +77,8 @@ export function parseNetworkUrl(raw: string, entity: EntityKind): Identity | nul
   const rawSlug = segs[1]?.normalize('NFC');
   if (!section || !rawSlug || !SECTIONS[entity].includes(section)) return null;
   const slug = MEMBER_ID.test(rawSlug) ? rawSlug : rawSlug.toLowerCase();
-  // `/pub/name/a/b/c` names one member by the whole path; other sections by the slug alone.
-  const tail = section === 'pub' ? segs.slice(2, 5).map((x) => '/' + x.toLowerCase()).join('') : '';
+  // A /pub/ path names one member by all of its segments; other sections by the slug alone.
+  const tail = section === 'pub' ? segs.slice(2).map((x) => '/' + x.toLowerCase()).join('') : '';
   const value = `${section}/${slug}${tail}`;
   return { param: 'url', value, slug, section, key: `url:${value}` };
 }

@@ -123,9 +123,19 @@ describe('strategy besteffort', () => {
     const r = await s.get(BE);
     expect(r.status).toBe(200);
     expect(r.headers['x-cache-status']).toBe('STALE');
-    expect(r.headers['cache-status']).toBe(`tollgate; hit; fwd=stale; fwd-status=${fwdStatus}; ttl=40; detail=stale-if-error`);
+    // Forwarded and failed: RFC 9211 `fwd=stale` with the status, never `hit` (which means not forwarded).
+    expect(r.headers['cache-status']).toBe(`tollgate; fwd=stale; fwd-status=${fwdStatus}; ttl=40; detail=stale-if-error`);
     expect(r.headers.age).toBe('60');
     expect(r.json.meta).toMatchObject({ cached: true, credits_used: 0 });
+  });
+
+  it('reports a negative ttl once the entry is past cache.ttl', async () => {
+    await prime();
+    sec(90); // 150 s old, cache.ttl 100 s
+    s.sim.inject({ fault: { kind: 'status', status: 500 } });
+    const r = await s.get(BE);
+    expect(r.headers['cache-status']).toBe('tollgate; fwd=stale; fwd-status=500; ttl=-50; detail=stale-if-error');
+    expect(r.headers.age).toBe('150');
   });
 
   it('falls back on a 512 after the retries', async () => {

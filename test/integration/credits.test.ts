@@ -56,7 +56,8 @@ describe('per-key credit budgets', () => {
     const r = await s.get('/v1/company?org_id=110&strategy=besteffort&maxage=60', { key: k.secret });
     expect(r.status).toBe(200);
     expect(r.headers['x-cache-status']).toBe('STALE');
-    expect(r.headers['cache-status']).toContain('fwd-status=429');
+    // Refused before any provider call: a `hit` (not forwarded) whose detail says why.
+    expect(r.headers['cache-status']).toBe(`tollgate; hit; ttl=${7 * 86_400 - 120}; detail=CREDIT_LIMIT_EXCEEDED`);
     const strict = await s.get('/v1/company?org_id=110&strategy=strict&maxage=60', { key: k.secret });
     expect(strict.json.error.code).toBe('CREDIT_LIMIT_EXCEEDED');
   });
@@ -79,7 +80,37 @@ describe('per-key credit budgets', () => {
     await s.restart();
     const r = await s.get('/v1/company?org_id=131', { key: k.secret });
     expect(r.status).toBe(429);
-    expect(credits(r)).toEqual([3, 2, (Date.UTC(2026, 0, 21) - clock.now()) / 1000]);
+    // 2 credits are left, but a company call reserves 3: no such call can pass, so 0.
+    expect(credits(r)).toEqual([3, 0, (Date.UTC(2026, 0, 21) - clock.now()) / 1000]);
+  });
+
+  it('X-Credits-Remaining, followed, is never wrong: > 0 means the next call for that endpoint passes, 0 that it is refused', async () => {
+    const k = s.newKey({ credits: '10/day' });
+    // One stored entity per endpoint: a hit on it reads the key's credit headers for free.
+    const path = (ep: 'profile' | 'profile_posts', id: number) => `/v1/${ep === 'profile' ? 'profile' : 'profile/posts'}?person.id=${id}`;
+    await s.get(path('profile', 300));
+    await s.get(path('profile_posts', 300));
+    const plan = ['profile', 'profile', 'profile_posts', 'profile', 'profile_posts', 'profile_posts'] as const;
+    const seen: Array<[string, number, number]> = [];
+    let id = 301;
+    for (const ep of plan) {
+      const probe = await s.get(path(ep, 300), { key: k.secret });
+      expect(probe.headers['x-cache-status']).toBe('HIT');
+      const said = credits(probe)[1]!;
+      const r = await s.get(`${path(ep, id++)}&strategy=fetch`, { key: k.secret });
+      expect(r.status === 200, `${ep}: told ${said}, answered ${r.status}`).toBe(said > 0);
+      if (r.status !== 200) expect(r.json.error.code).toBe('CREDIT_LIMIT_EXCEEDED');
+      seen.push([ep, said, r.status]);
+    }
+    // profile reserves 3, posts 2: with 2 left a profile call is refused (told 0), a posts call passes (told 2).
+    expect(seen).toEqual([
+      ['profile', 10, 200],
+      ['profile', 7, 200],
+      ['profile_posts', 4, 200],
+      ['profile', 0, 429],
+      ['profile_posts', 2, 200],
+      ['profile_posts', 0, 429],
+    ]);
   });
 
   it('a key without a budget gets no X-Credits headers', async () => {
@@ -115,12 +146,16 @@ describe('provider-wide budget', () => {
     const a = p.newKey();
     const b = p.newKey({ credits: '100/month' });
     expect((await p.get('/v1/company?org_id=1', { key: a.secret })).status).toBe(200);
-    expect((await p.get('/v1/company?org_id=2', { key: b.secret })).status).toBe(200);
+    const spent = await p.get('/v1/company?org_id=2', { key: b.secret });
+    expect(spent.status).toBe(200);
+    const midnight = Date.UTC(2026, 0, 21);
+    const toMidnight = Math.ceil((midnight - clock.now()) / 1000);
+    // b's own budget has 97 left, but the provider budget refuses the next call: 0 until midnight.
+    expect(credits(spent)).toEqual([3, 0, toMidnight]);
     const refused = await p.get('/v1/company?org_id=3', { key: a.secret });
     expect(refused.status).toBe(429);
     expect(refused.json.error.code).toBe('PROVIDER_BUDGET_EXHAUSTED');
-    const midnight = Date.UTC(2026, 0, 21);
-    expect(refused.headers['retry-after']).toBe(String(Math.ceil((midnight - clock.now()) / 1000)));
+    expect(refused.headers['retry-after']).toBe(String(toMidnight));
     expect((await p.get('/v1/company?org_id=1', { key: b.secret })).headers['x-cache-status']).toBe('HIT');
     expect(p.sim.callCount()).toBe(2);
     const saved = clock.now();

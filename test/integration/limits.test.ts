@@ -73,11 +73,19 @@ describe('per-key rate limits', () => {
     expect((await s.get('/v1/company?org_id=8', { key: k.secret })).status).toBe(429);
   });
 
-  it('a key without policies is unlimited and still gets truthful advisory headers', async () => {
+  it('a key without policies is unlimited: advisory X- fields, no advertised IETF quota', async () => {
     const r = await s.get('/v1/company?org_id=9');
     expect(r.status).toBe(200);
     expect(r.headers['x-ratelimit-limit']).toBe('1000000');
     expect(num(r, 'x-ratelimit-remaining')).toBeGreaterThan(999_000);
+    expect(num(r, 'x-ratelimit-reset')).toBeGreaterThanOrEqual(1);
+    // It enforces no quota, so it advertises none (the IETF draft forbids advertising one).
+    expect(r.headers['ratelimit-policy']).toBeUndefined();
+    expect(r.headers.ratelimit).toBeUndefined();
+    const err = await s.get('/v1/company?org_id=0');
+    expect(err.status).toBe(400);
+    expect(err.headers['x-ratelimit-limit']).toBe('1000000');
+    expect(err.headers['ratelimit-policy']).toBeUndefined();
   });
 
   it('a changed policy applies on the next request', async () => {

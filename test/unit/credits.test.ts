@@ -83,11 +83,54 @@ describe('reservation decision', () => {
     expect(refusingBudget([budgetState(day, 10, 0, T), budgetState(month, 50, 0, T)], 1)?.budget).toBe(day);
   });
 
+  const MONTH_RESET = (Date.UTC(2026, 1, 1) - T) / 1000;
+  const DAY_RESET = (Date.UTC(2026, 0, 11) - T) / 1000;
+
   it('headers report the most constraining budget', () => {
-    const h = creditHeaders([budgetState(day, 4, 1, T), budgetState(month, 98, 1, T)]);
-    expect(h).toEqual({ 'x-credits-used': '98', 'x-credits-remaining': '1', 'x-credits-reset': String((Date.UTC(2026, 1, 1) - T) / 1000) });
-    expect(creditHeaders([])).toEqual({});
+    const h = creditHeaders([budgetState(day, 4, 1, T), budgetState(month, 97, 1, T)], [], 1);
+    expect(h).toEqual({ 'x-credits-used': '97', 'x-credits-remaining': '2', 'x-credits-reset': String(MONTH_RESET) });
+    expect(creditHeaders([], [budgetState(month, 0, 0, T)], 1)).toEqual({});
     expect(remaining(budgetState(day, 12, 3, T))).toBe(0);
+  });
+
+  // [what, own budgets, provider budgets, the endpoint's estimate, expected [used, remaining, reset]]
+  it.each<[string, Array<[Budget, number, number]>, Array<[Budget, number, number]>, number, [number, number, number]]>([
+    ['the issue: 2 left, a miss needs 3 → 0', [[{ limit: 5, period: 'day' }, 3, 0]], [], 3, [3, 0, DAY_RESET]],
+    ['3 left, a miss needs 3 → 3', [[{ limit: 6, period: 'day' }, 3, 0]], [], 3, [3, 3, DAY_RESET]],
+    ['2 left, a posts miss needs 2 → 2', [[{ limit: 5, period: 'day' }, 3, 0]], [], 2, [3, 2, DAY_RESET]],
+    ['reservations in flight count', [[{ limit: 10, period: 'day' }, 3, 5]], [], 3, [3, 0, DAY_RESET]],
+    ['an estimate of 0 still needs 1 credit', [[{ limit: 5, period: 'day' }, 4, 0]], [], 0, [4, 1, DAY_RESET]],
+    ['an estimate of 0 at the limit → 0', [[{ limit: 5, period: 'day' }, 5, 0]], [], 0, [5, 0, DAY_RESET]],
+    ['a cache-only key', [[{ limit: 0, period: 'month' }, 0, 0]], [], 3, [0, 0, MONTH_RESET]],
+    ['the refusing budget that resets last gives Reset', [[day, 9, 0], [month, 99, 0]], [], 3, [99, 0, MONTH_RESET]],
+    ['only the day refuses: its reset', [[day, 9, 0], [month, 50, 0]], [], 3, [9, 0, DAY_RESET]],
+    ['the provider budget bounds Remaining', [[month, 10, 0]], [[{ limit: 20, period: 'day' }, 12, 0]], 3, [10, 8, DAY_RESET]],
+    ['the provider budget refuses → 0 with its reset', [[month, 10, 0]], [[{ limit: 20, period: 'day' }, 18, 0]], 3, [10, 0, DAY_RESET]],
+    ['a roomy provider budget changes nothing', [[month, 10, 0]], [[{ limit: 1000, period: 'day' }, 0, 0]], 3, [10, 90, MONTH_RESET]],
+  ])('%s', (_what, own, shared, estimate, [used, left, reset]) => {
+    const state = ([b, u, r]: [Budget, number, number]) => budgetState(b, u, r, T);
+    expect(creditHeaders(own.map(state), shared.map(state), estimate)).toEqual({
+      'x-credits-used': String(used),
+      'x-credits-remaining': String(left),
+      'x-credits-reset': String(reset),
+    });
+  });
+
+  it('Remaining is 0 exactly when the call it describes would be refused (property)', () => {
+    const periods = fc.constantFrom<Period>('day', 'week', 'month');
+    const state = fc
+      .record({ limit: fc.integer({ min: 0, max: 30 }), period: periods, used: fc.integer({ min: 0, max: 35 }), reserved: fc.integer({ min: 0, max: 10 }) })
+      .map((x) => budgetState({ limit: x.limit, period: x.period }, x.used, x.reserved, T));
+    fc.assert(
+      fc.property(fc.array(state, { minLength: 1, maxLength: 3 }), fc.array(state, { maxLength: 2 }), fc.integer({ min: 0, max: 6 }), (own, shared, estimate) => {
+        const left = Number(creditHeaders(own, shared, estimate)['x-credits-remaining']);
+        const refused = refusingBudget(own, estimate) !== null || refusingBudget(shared, estimate) !== null;
+        expect(left === 0).toBe(refused);
+        // Told > 0: the call fits in every budget, so it is admitted.
+        if (left > 0) expect(left).toBeGreaterThanOrEqual(Math.max(1, estimate));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   /**

@@ -49,6 +49,57 @@ describe('canonicalUrl: different entities never merge', () => {
     expect(canon('https://www.linkedin.com/pub/jane-doe/1a/2b/3c')).not.toBe(canon('https://www.linkedin.com/pub/jane-doe/4d/5e/6f'));
     expect(canon('https://www.linkedin.com/pub/jane-doe/1a/2b/3c')).not.toBe(canon('https://www.linkedin.com/in/jane-doe'));
   });
+  it.each([
+    // Issue #11: truncated at the first segment that was not 1–4 alphanumerics.
+    ['/pub/pc-smith/12345/6/7', '/pub/pc-smith/99999/8/9'],
+    ['/pub/dir/John/Smith', '/pub/dir/John/Smithers'],
+    ['/pub/jane/1a/2b/3c/4d', '/pub/jane/1a/2b/3c/5e'], // more than three id segments
+    ['/pub/jane/1a/2b/3c', '/pub/jane/1a/2b/3c/4d'],
+    ['/pub/jane/a-b/c', '/pub/jane/a_b/c'],
+    ['/pub/jane/1A/2b/3c', '/pub/jane/1a/2b/3c'], // id segments keep their case
+    ['/pub/jane', '/pub/jane/1a'],
+  ])('/pub/: %s and %s are two identities', (a, b) => {
+    const ca = canon(`https://www.linkedin.com${a}`);
+    const cb = canon(`https://www.linkedin.com${b}`);
+    expect(ca).toBe(a);
+    expect(cb).toBe(b);
+    expect(ca).not.toBe(cb);
+  });
+});
+
+describe('canonicalUrl: /pub/ paths, segment by segment', () => {
+  it.each([
+    ['https://www.linkedin.com/pub/pc-smith/12345/6/7', '/pub/pc-smith/12345/6/7'],
+    ['http://de.linkedin.com/pub/Jane-Doe/1A/2b/3C/', '/pub/jane-doe/1A/2b/3C'], // the name is a vanity slug; the id keeps its case
+    ['linkedin.com//pub//jane-doe//1a//2b//3c//', '/pub/jane-doe/1a/2b/3c'], // empty segments are repeated slashes
+    ['https://www.linkedin.com/pub/jane-doe/1a/2b/3c?trk=x#y', '/pub/jane-doe/1a/2b/3c'],
+    ['https://www.linkedin.com/pub/jane-doe/1a/2b/3c/details/experience/', '/pub/jane-doe/1a/2b/3c/details/experience'], // never cut
+    ['https://www.linkedin.com/pub/jane-doe/%31a/2%62/3c', '/pub/jane-doe/1a/2b/3c'], // percent-decoded
+    ['https://www.linkedin.com/pub/jane-doe/1a/x/../2b/3c', '/pub/jane-doe/1a/2b/3c'], // dot segments resolve as a browser would
+    ['https://www.linkedin.com/pub/jane-doe/1a/%2e%2e/2b', '/pub/jane-doe/2b'],
+    ['https://www.linkedin.com/pub/dir/J%C3%BCrgen/Mu%CC%88ller', '/pub/dir/J%C3%BCrgen/M%C3%BCller'], // NFC, case kept
+  ])('%s → %s', (input, expected) => {
+    expect(canon(input)).toBe(expected);
+  });
+  it.each([
+    'https://www.linkedin.com/pub/jane/1a/%ZZ',
+    'https://www.linkedin.com/pub/jane/1a/a%2Fb',
+    'https://www.linkedin.com/pub/jane/1a/a%20b',
+    'https://www.linkedin.com/pub/jane/1a/%00',
+    'https://www.linkedin.com/pub/jane/1a/' + 'b'.repeat(201),
+  ])('refuses a /pub/ path with a segment no slug can hold: %j', (input) => {
+    expect(canonicalUrl(input, 'profile', D)).toEqual({ ok: false, reason: 'slug' });
+  });
+  it('the longest canonical path is 2048 characters: longer is refused, never cut', () => {
+    // Raw non-ASCII characters are 1 input character but 9 canonical ones (%E4%B8%AD).
+    const seg = '中'.repeat(200); // 1800 canonical characters
+    const fits = `/pub/j/${seg}/${'a'.repeat(120)}/${'b'.repeat(119)}`;
+    expect(fits.length).toBeLessThan(2048);
+    const r = canonicalUrl(`https://www.linkedin.com${fits}`, 'profile', D);
+    expect(r.ok && r.identity.path.length).toBe(2048);
+    const over = canonicalUrl(`https://www.linkedin.com${fits}b`, 'profile', D);
+    expect(over).toEqual({ ok: false, reason: 'too long' });
+  });
   it('keeps /company/ and /school/ apart', () => {
     expect(canon('https://www.linkedin.com/company/mit', 'company')).not.toBe(canon('https://www.linkedin.com/school/mit', 'company'));
   });

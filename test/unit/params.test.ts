@@ -162,6 +162,18 @@ describe('parser properties', () => {
       { numRuns: 2000 },
     );
   });
+  it('cache keys are injective: an identity never holds the key separator, whatever the URL', () => {
+    const unit = fc.constantFrom(...'ab|=:%7C/.-'.split(''), '%7c', '|pub|');
+    fc.assert(
+      fc.property(fc.constantFrom('in', 'pub'), fc.array(fc.string({ unit, minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 4 }), (root, segs) => {
+        const r = parse('profile', `url=${encodeURIComponent(`https://www.linkedin.com/${root}/${segs.join('/')}`)}`);
+        if (isFailure(r)) return;
+        expect(r.identity).not.toContain('|');
+        expect(cacheKey(r).split('|')).toHaveLength(1 + 1 + r.variants.length);
+      }),
+      { numRuns: 1000 },
+    );
+  });
   it('positiveId accepts exactly the canonical positive integers', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 1n, max: 10n ** 20n - 1n }), (n) => {

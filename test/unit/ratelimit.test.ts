@@ -94,6 +94,21 @@ describe('window math', () => {
     expect(tie.policy).toBe(day);
     expect(rateHeaders([])).toEqual({});
   });
+
+  it('never advertises the advisory window as an IETF quota; its X- fields never say 0', () => {
+    const advisory = ADVISORY[0]!;
+    const h = rateHeaders(rateStates([{ policy: advisory, count: 7 }], T0));
+    expect(h).toEqual({ 'x-ratelimit-limit': '1000000', 'x-ratelimit-remaining': '999993', 'x-ratelimit-reset': '45' });
+    // Past the advisory count the key is still admitted, so Remaining must not claim 0.
+    const past = rateHeaders(rateStates([{ policy: advisory, count: 5_000_000 }], T0));
+    expect(past['x-ratelimit-remaining']).toBe('1');
+    expect(rateDecision([{ policy: advisory, count: 5_000_000 }], T0).allowed).toBe(true);
+    // A mixed list (not built today) would advertise only the enforced policy.
+    const mixed = rateHeaders(rateStates([{ policy: minute, count: 1 }, { policy: advisory, count: 999_999 }], T0));
+    expect(mixed['ratelimit-policy']).toBe('"minute";q=600;w=60');
+    expect(mixed.ratelimit).toBe('"minute";r=599;t=45');
+    expect(mixed['x-ratelimit-remaining']).toBe('1');
+  });
 });
 
 /** A fixed-window counter model driven only by the pure functions, like LimitStore. */

@@ -12,6 +12,7 @@ describe('simulator URL parsing', () => {
     ['https://de.linkedin.com/in/jane-doe/details/experience/', 'in/jane-doe'],
     ['https://www.linkedin.com/in/ACoAAB1234xyz', 'in/ACoAAB1234xyz'],
     ['https://www.linkedin.com/pub/john-smith/1/2/3', 'pub/john-smith/1/2/3'],
+    ['https://www.linkedin.com/pub/john-smith/1/2/3/4/', 'pub/john-smith/1/2/3/4'], // every segment names the member
     ['www.linkedin.com/in/j%C3%BCrgen', 'in/jürgen'],
   ])('profile %s → %s', (url, value) => {
     expect(parseNetworkUrl(url, 'profile')?.value).toBe(value);

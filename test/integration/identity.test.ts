@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enc, startStack, type Stack } from '../helpers/stack.js';
+
+let s: Stack;
+beforeAll(async () => {
+  s = await startStack();
+});
+afterAll(async () => s.close());
+
+const profile = (url: string) => `/v1/profile?url=${enc(url)}`;
+/** The `url` the provider was asked for by the last call. */
+const forwardedUrl = () => new URLSearchParams(s.sim.calls.at(-1)!.query).get('url');
+
+describe('issue #11 §2: two people behind /pub/ URLs never share one cache entry', () => {
+  it.each([
+    ['https://www.linkedin.com/pub/pc-smith/12345/6/7', 'https://www.linkedin.com/pub/pc-smith/99999/8/9'],
+    ['https://www.linkedin.com/pub/dir/John/Smith', 'https://www.linkedin.com/pub/dir/John/Smithers'],
+    ['https://www.linkedin.com/pub/jane-doe/1a/2b/3c/4d', 'https://www.linkedin.com/pub/jane-doe/1a/2b/3c/5e'],
+  ])('%s and %s: each a miss, each asked of the provider as given, each answered with its own data', async (first, second) => {
+    const calls = s.sim.callCount();
+    const a = await s.get(profile(first));
+    const b = await s.get(profile(second));
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.headers['x-cache-status']).toBe('MISS');
+    expect(b.headers['x-cache-status']).toBe('MISS'); // was HIT, with the first person's data
+    expect(b.json.data).not.toEqual(a.json.data);
+    // The provider was asked for exactly the pages the caller named.
+    expect(s.sim.callCount()).toBe(calls + 2);
+    expect(s.sim.calls.slice(-2).map((c) => new URLSearchParams(c.query).get('url'))).toEqual([first, second]);
+
+    // Each is now a hit on its own entry.
+    const again = await s.get(profile(first));
+    expect(again.headers['x-cache-status']).toBe('HIT');
+    expect(again.json.data).toEqual(a.json.data);
+    const againB = await s.get(profile(second));
+    expect(againB.headers['x-cache-status']).toBe('HIT');
+    expect(againB.json.data).toEqual(b.json.data);
+  });
+
+  it('spellings of one /pub/ page still share its entry; a differently cased id segment does not', async () => {
+    const canonical = 'https://www.linkedin.com/pub/alex-roe/7f/3a/21';
+    await s.get(profile(canonical));
+    const same = await s.get(profile('http://de.linkedin.com//pub/Alex-Roe/7f/3a/21/?trk=x'));
+    expect(same.headers['x-cache-status']).toBe('HIT');
+    // Case in the id segments is kept: a possible split costs one call, a merge could cost a person.
+    const cased = await s.get(profile('https://www.linkedin.com/pub/alex-roe/7F/3A/21'));
+    expect(cased.headers['x-cache-status']).toBe('MISS');
+    expect(forwardedUrl()).toBe('https://www.linkedin.com/pub/alex-roe/7F/3A/21');
+  });
+
+  it('profile posts key /pub/ URLs the same way', async () => {
+    const posts = (url: string) => `/v1/profile/posts?url=${enc(url)}`;
+    await s.get(posts('https://www.linkedin.com/pub/pc-smith/12345/6/7'));
+    const other = await s.get(posts('https://www.linkedin.com/pub/pc-smith/99999/8/9'));
+    expect(other.headers['x-cache-status']).toBe('MISS');
+    expect(forwardedUrl()).toBe('https://www.linkedin.com/pub/pc-smith/99999/8/9');
+  });
+
+  it('a /pub/ URL longer than the canonical limit is refused with INVALID_NETWORK_URL, not cut', async () => {
+    const long = `https://www.linkedin.com/pub/x/${'中'.repeat(200)}/${'中'.repeat(200)}`; // 3608 canonical characters
+    const r = await s.get(profile(long));
+    expect(r.status).toBe(400);
+    expect(r.json.error.code).toBe('INVALID_NETWORK_URL');
+    expect(r.json.error.request_id).toBe(r.headers['x-request-id']);
+  });
+});
