@@ -1,3 +1,4 @@
+import { ENDPOINTS } from '../api/endpoints.js';
 import type { Clock } from '../clock.js';
 import type { BreakerState, UpstreamCall, UpstreamFailureKind, UpstreamOutcome } from './types.js';
 
@@ -17,7 +18,7 @@ export function verdictFor(outcome: UpstreamOutcome): BreakerVerdict {
   return FAILURE_KINDS.has(outcome.kind) ? 'failure' : 'success';
 }
 
-const IDENTIFIERS: ReadonlySet<string> = new Set(['url', 'person.id', 'user_id', 'profile_id', 'company.id', 'org_id']);
+const IDENTIFIERS: ReadonlySet<string> = new Set(ENDPOINTS.flatMap((e) => e.identifiers));
 
 /**
  * Which entity a call looks up: the endpoint family and the identifier (a person and their
