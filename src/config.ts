@@ -38,10 +38,15 @@ const UpstreamSchema = z.strictObject({
       maxDelayMs: ms.default(2_000),
     })
     .prefault({}),
+  /** Failure-rate breaker (src/upstream/breaker.ts): only 5xx, timeouts and connection failures count. */
   breaker: z
     .strictObject({
-      failureThreshold: z.number().int().min(1).default(5),
+      windowMs: ms.default(30_000),
+      minimumCalls: z.number().int().min(1).default(10),
+      failureRatePercent: z.number().int().min(1).max(100).default(50),
+      minimumEntities: z.number().int().min(1).default(5),
       cooldownMs: ms.default(30_000),
+      halfOpenProbes: z.number().int().min(1).max(100).default(3),
     })
     .prefault({}),
   maxConcurrency: z.number().int().min(1).max(1024).default(32),

@@ -2,12 +2,15 @@ import type { LookupRequest } from '../api/params.js';
 import { upstreamQuery } from '../api/params.js';
 import type { Clock } from '../clock.js';
 import type { CacheStore, NewEntry } from '../store/cache.js';
-import type { UpstreamCall, UpstreamOutcome } from '../upstream/types.js';
+import type { AdmittedCall } from '../upstream/call-state.js';
+import type { UpstreamCall, UpstreamFailure, UpstreamOutcome } from '../upstream/types.js';
 import { Coalescer, type Freshness } from './coalesce.js';
 import { freshAsOfAnswer } from './policy.js';
 
 export interface Provider {
   call(call: UpstreamCall): Promise<UpstreamOutcome>;
+  /** Pass-through's way in: the same admission as call(), for a request it sends itself. */
+  admit(call: UpstreamCall, signal?: AbortSignal): Promise<AdmittedCall | UpstreamFailure>;
 }
 
 /** One provider call's result, shared by the leader and every follower that joined it. */
@@ -37,7 +40,8 @@ export class Fetcher {
   private readonly flights = new Coalescer<FetchResult>();
 
   constructor(
-    private readonly provider: Provider,
+    /** Public so pass-through (which ServerDeps reaches only through the fetcher) shares it. */
+    readonly provider: Provider,
     private readonly cache: CacheStore,
     private readonly clock: Clock,
     /** An answer could not be stored; it is served anyway. */

@@ -1,14 +1,20 @@
-import { Agent as HttpAgent, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import { finished, pipeline, Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createProxyServer } from 'http-proxy-3';
 import { failure } from '../api/errors.js';
 import type { Config } from '../config.js';
 import type { ApiKey } from '../store/keys.js';
-import { creditsOf } from './fetcher.js';
+import type { AdmittedCall } from '../upstream/call-state.js';
+import { errorResult, type AttemptResult } from '../upstream/http.js';
+import { creditsOf, type Provider } from './fetcher.js';
 import { guarded, type LimitsDeps, type LookupTrace } from './guard.js';
+import { passthroughAllowed } from './passthrough-path.js';
 import { errorAnswer, type Answer } from './render.js';
+import { scrubText, SecretScrubber } from './scrub.js';
+
+export { passthroughAllowed };
 
 /** An answer whose body may still be streaming from the provider. */
 export interface ProxiedAnswer extends Answer {
@@ -17,19 +23,15 @@ export interface ProxiedAnswer extends Answer {
 
 export interface PassthroughDeps extends LimitsDeps {
   readonly config: Readonly<Config>;
+  /** The provider client's admission (shaping, 429 pause, breaker), reached through the fetcher. */
+  readonly fetcher: { readonly provider: Pick<Provider, 'admit'> };
 }
 
 /** Request headers a client may pass on; everything else (cookies, its own forwarding headers) stays here. */
 const FORWARD_REQUEST = new Set(['accept', 'accept-language', 'user-agent', 'host']);
-/** Provider response headers a client sees; rate-limit and credit headers are Tollgate's own. */
+/** Provider response headers a client sees on a 2xx; rate-limit and credit headers are Tollgate's own. */
 const FORWARD_RESPONSE = ['content-type', 'content-language', 'etag', 'last-modified'];
-
-/** Whether `path` is one of the configured pass-through paths (a trailing `*` is a prefix). */
-export function passthroughAllowed(path: string, patterns: readonly string[]): boolean {
-  // Dot segments and encoded slashes or dots could step outside the allowed prefix upstream.
-  if (/(^|\/)\.\.?(\/|$)|%2e|%2f|%5c|\\|\/\//i.test(path)) return false;
-  return patterns.some((p) => (p.endsWith('*') ? path.startsWith(p.slice(0, -1)) : path === p));
-}
+const BYPASS = { 'cache-status': 'tollgate; fwd=bypass', 'x-cache-status': 'BYPASS' } as const;
 
 /** The pure access decision for pass-through: a key with an endpoint list needs `passthrough` in it. */
 export function passthroughRefusal(key: ApiKey, path: string) {
@@ -41,10 +43,13 @@ export function passthroughRefusal(key: ApiKey, path: string) {
 
 /**
  * Other /v1 paths (config `passthrough.paths`) proxied to the provider with http-proxy-3
- * (DESIGN §8): after authentication, scope and rate limit; the caller's Authorization is
- * replaced by the provider key; never cached. A JSON answer is read whole (up to
- * upstream.maxResponseBytes) so that the credits it reports are charged before it is
- * sent; any other answer is streamed.
+ * (DESIGN §8): after authentication, scope, rate limit and credit reservation, and then
+ * under the provider client's admission like a lookup (concurrency slot, plan shaping, 429
+ * pause, breaker, deadline). The caller's Authorization is replaced by the provider key;
+ * never cached. Error answers are mapped like lookups' (map.ts) in our envelope. A 2xx JSON
+ * answer is read whole (up to upstream.maxResponseBytes) so the credits it reports are
+ * charged before it is sent; other 2xx answers are streamed. The provider key is scrubbed
+ * from every body and header returned.
  */
 export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps, send: (reply: FastifyReply, a: Answer) => unknown): void {
   const { config } = deps;
@@ -52,12 +57,16 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
   const url = config.upstream.url?.replace(/\/+$/, '');
   const apiKey = config.upstream.apiKey;
   if (patterns.length === 0 || !url || !apiKey) return;
+  const provider = deps.fetcher.provider;
+  const maxBytes = config.upstream.maxResponseBytes;
 
   const https = url.startsWith('https:');
   const agent = new (https ? HttpsAgent : HttpAgent)({ keepAlive: true, maxSockets: config.upstream.connections });
   const proxy = createProxyServer({ target: url, changeOrigin: true, selfHandleResponse: true, agent, proxyTimeout: config.upstream.deadlineMs });
-  const waiting = new WeakMap<IncomingMessage, (res: IncomingMessage) => void>();
-  proxy.on('proxyRes', (proxyRes, req) => waiting.get(req)?.(proxyRes));
+  const responses = new WeakMap<IncomingMessage, (res: IncomingMessage) => void>();
+  const requests = new WeakMap<IncomingMessage, ClientRequest>();
+  proxy.on('proxyRes', (proxyRes, req) => responses.get(req)?.(proxyRes));
+  proxy.on('proxyReq', (proxyReq, req) => requests.set(req, proxyReq));
   proxy.on('error', () => {}); // every call passes its own error callback
   app.addHook('onClose', async () => {
     proxy.close();
@@ -73,49 +82,59 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
     const trace: LookupTrace = { identity: path, cache: 'BYPASS', creditsUsed: 0 };
     request.trace = trace;
     request.endpointName = 'passthrough';
-    const inc = { rawQuery: q < 0 ? '' : request.url.slice(q + 1), authorization: request.headers.authorization, ip: request.ip, requestId: request.id };
+    const rawQuery = q < 0 ? '' : request.url.slice(q + 1);
+    const inc = { rawQuery, authorization: request.headers.authorization, ip: request.ip, requestId: request.id };
     const answer: ProxiedAnswer = await guarded(deps, 'passthrough', inc, trace, async (key, now) => {
       const denied = passthroughRefusal(key, path);
       if (denied) return errorAnswer(denied, request.id);
       const refused = deps.accounting.reserve(request.id, key, 'passthrough', now);
       if (refused) return errorAnswer(refused, request.id);
-      return forward(request.raw, reply, request.id, request.method === 'HEAD', trace);
+      return forward(request, reply, path, rawQuery, trace);
     });
     if (!answer.stream) return send(reply, answer);
     return reply.code(answer.status).headers(answer.headers).send(answer.stream);
   });
 
-  const forward = (raw: IncomingMessage, reply: FastifyReply, requestId: string, head: boolean, trace: LookupTrace): Promise<ProxiedAnswer> =>
-    new Promise((resolve) => {
-      const t0 = Date.now();
-      for (const h of Object.keys(raw.headers)) if (!FORWARD_REQUEST.has(h)) delete raw.headers[h];
-      const unavailable = () => resolve(errorAnswer(failure('UPSTREAM_UNAVAILABLE'), requestId, { 'x-cache-status': 'BYPASS' }));
-      waiting.set(raw, (res) => {
-        waiting.delete(raw);
-        trace.upstreamMs = Date.now() - t0;
-        const upstreamId = res.headers['x-request-id'];
-        if (typeof upstreamId === 'string') trace.upstreamRequestId = upstreamId;
-        const headers: Record<string, string> = { 'cache-status': 'tollgate; fwd=bypass', 'x-cache-status': 'BYPASS' };
-        if (typeof upstreamId === 'string') headers['x-upstream-request-id'] = upstreamId;
-        for (const h of FORWARD_RESPONSE) if (typeof res.headers[h] === 'string') headers[h] = res.headers[h] as string;
-        const status = res.statusCode ?? 502;
-        // The provider refusing the shared key, or rate limiting it, is the gateway's problem (DESIGN §5).
-        if (status === 401 || status === 403 || status === 429) {
-          res.resume();
-          const retry = res.headers['retry-after'];
-          if (status === 429) resolve(errorAnswer(failure('UPSTREAM_RATE_LIMITED', undefined, { 'retry-after': typeof retry === 'string' ? retry : '1' }), requestId, headers));
-          else resolve(errorAnswer(failure('UPSTREAM_AUTH_FAILED'), requestId, headers));
-          return;
+  async function forward(request: FastifyRequest, reply: FastifyReply, path: string, rawQuery: string, trace: LookupTrace): Promise<ProxiedAnswer> {
+    const requestId = request.id;
+    const raw = request.raw;
+    const hangUp = new AbortController();
+    reply.raw.once('close', () => hangUp.abort());
+    const query = [...new URLSearchParams(rawQuery)];
+    const admitted = await provider.admit({ path, query, requestId }, hangUp.signal);
+    if (!admitted.ok) return errorAnswer(admitted.failure, requestId, { ...BYPASS });
+    for (const h of Object.keys(raw.headers)) if (!FORWARD_REQUEST.has(h)) delete raw.headers[h];
+    const t0 = deps.clock.now();
+    return new Promise<ProxiedAnswer>((resolve) => {
+      /** Set once the provider's headers arrived or the call failed: exactly one of them answers. */
+      let decided = false;
+      const done = (a: ProxiedAnswer, releaseNow: boolean): void => {
+        if (releaseNow) {
+          admitted.signal.removeEventListener('abort', cut);
+          admitted.release();
         }
-        if (head || !/\bjson\b/i.test(String(res.headers['content-type'] ?? ''))) {
-          resolve({ status, headers, body: '', stream: head ? Readable.from([]) : res });
-          return;
-        }
-        readCapped(res, config.upstream.maxResponseBytes).then((text) => {
-          if (text === null) return resolve(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers));
-          if (status >= 200 && status < 300) trace.creditsUsed = creditsReported(text);
-          resolve({ status, headers, body: text });
-        }, unavailable);
+        resolve(a);
+      };
+      const fail = (err: unknown): void => {
+        decided = true;
+        responses.delete(raw);
+        const f = admitted.settle(errorResult(err, admitted.signal));
+        done(errorAnswer(f?.failure ?? failure('UPSTREAM_UNAVAILABLE'), requestId, { ...BYPASS }), true);
+      };
+      // Deadline or hang-up: stop the request (and a streaming body); answer if nothing did yet.
+      // http-proxy-3 reports a reset after a hang-up as 'econnreset', not to our callback.
+      const cut = (): void => {
+        requests.get(raw)?.destroy();
+        if (!decided) fail(Object.assign(new Error('aborted'), { code: 'ABORT_ERR' }));
+        else admitted.release();
+      };
+      admitted.signal.addEventListener('abort', cut, { once: true });
+      responses.set(raw, (res) => {
+        responses.delete(raw);
+        if (decided) return void res.destroy();
+        decided = true;
+        trace.upstreamMs = deps.clock.now() - t0;
+        onResponse(res, admitted, request.method === 'HEAD', requestId, trace, done);
       });
       proxy.web(
         raw,
@@ -124,12 +143,56 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
           buffer: Readable.from([]),
           headers: { authorization: `Bearer ${apiKey}`, 'x-request-id': requestId, 'accept-encoding': 'identity' },
         },
-        () => {
-          waiting.delete(raw);
-          unavailable();
-        },
+        // A failure after the headers surfaces through the body stream instead.
+        (err) => !decided && fail(err),
       );
     });
+  }
+
+  function onResponse(
+    res: IncomingMessage,
+    admitted: AdmittedCall,
+    head: boolean,
+    requestId: string,
+    trace: LookupTrace,
+    done: (a: ProxiedAnswer, releaseNow: boolean) => void,
+  ): void {
+    const status = res.statusCode ?? 502;
+    const upstreamId = typeof res.headers['x-request-id'] === 'string' ? scrubText(res.headers['x-request-id'], apiKey!) : undefined;
+    if (upstreamId) trace.upstreamRequestId = upstreamId;
+    const headers: Record<string, string> = { ...BYPASS };
+    if (upstreamId) headers['x-upstream-request-id'] = upstreamId;
+    const retryAfter = typeof res.headers['retry-after'] === 'string' ? res.headers['retry-after'] : undefined;
+    const answer = (body: string | null): AttemptResult => ({ type: 'response', status, body, tooLarge: body === null, retryAfter, upstreamRequestId: upstreamId });
+    const ok = status >= 200 && status < 300;
+    if (ok) for (const h of FORWARD_RESPONSE) if (typeof res.headers[h] === 'string') headers[h] = scrubText(res.headers[h] as string, apiKey!);
+
+    if (ok && head) {
+      admitted.settle(answer(''));
+      finished(res.resume(), () => admitted.release());
+      done({ status, headers, body: '', stream: Readable.from([]) }, false);
+      return;
+    }
+    if (ok && !/\bjson\b/i.test(String(res.headers['content-type'] ?? ''))) {
+      admitted.settle(answer(''));
+      // The slot is held while the body streams; the pipeline's end (or the deadline's cut) frees it.
+      done({ status, headers, body: '', stream: pipeline(res, new SecretScrubber(apiKey!), () => admitted.release()) }, false);
+      return;
+    }
+    readCapped(res, maxBytes).then(
+      (text) => {
+        const f = admitted.settle(answer(text));
+        if (f) return done(errorAnswer(f.failure, requestId, headers), true);
+        if (text === null) return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
+        trace.creditsUsed = creditsReported(text);
+        done({ status, headers, body: ownEnvelope(scrubText(text, apiKey!), requestId) }, true);
+      },
+      (err: unknown) => {
+        const f = admitted.settle(errorResult(err, admitted.signal, status, upstreamId));
+        done(errorAnswer(f?.failure ?? failure('UPSTREAM_UNAVAILABLE'), requestId, headers), true);
+      },
+    );
+  }
 }
 
 function readCapped(res: IncomingMessage, max: number): Promise<string | null> {
@@ -145,7 +208,19 @@ function readCapped(res: IncomingMessage, max: number): Promise<string | null> {
     });
     res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.on('error', reject);
+    res.on('close', () => reject(Object.assign(new Error('response closed'), { code: 'ECONNRESET' })));
   });
+}
+
+/** A JSON envelope carries our request id (the provider's is in X-Upstream-Request-Id). */
+function ownEnvelope(text: string, requestId: string): string {
+  try {
+    const body: unknown = JSON.parse(text);
+    if (body && typeof body === 'object' && !Array.isArray(body) && 'request_id' in body) return JSON.stringify({ ...body, request_id: requestId });
+  } catch {
+    /* not JSON after all: sent as it came */
+  }
+  return text;
 }
 
 /** `meta.credits_used` of a JSON answer; 0 when absent or not a count. */

@@ -99,7 +99,10 @@ export function freshAsOfAnswer(providerCached: unknown, forwarded: { strategy: 
   return null;
 }
 
-/** Provider failures after which besteffort may answer from a stale entry. */
+/**
+ * Provider failures after which besteffort may answer from a stale entry: the provider could
+ * not give a fresh answer now (failing, unreachable, or throttling the shared key with 429).
+ */
 export function staleEligible(kind: string): boolean {
-  return kind === 'temporary' || kind === 'server' || kind === 'invalid' || kind === 'unavailable';
+  return kind === 'temporary' || kind === 'server' || kind === 'invalid' || kind === 'unavailable' || kind === 'rate_limited';
 }

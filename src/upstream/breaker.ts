@@ -1,73 +1,123 @@
+import { ENDPOINTS } from '../api/endpoints.js';
 import type { Clock } from '../clock.js';
-import type { BreakerState, UpstreamFailureKind, UpstreamOutcome } from './types.js';
+import type { BreakerState, UpstreamCall, UpstreamFailureKind, UpstreamOutcome } from './types.js';
 
 /**
- * How a finished call counts for the breaker. The breaker answers one question: is the
- * provider reachable and answering properly? A 404, 400, 513, 401/403 or 429 is a proper
- * answer from a live provider (auth is a key problem, 429 is handled by the shaper's pause;
- * failing fast would fix neither), so it resets the count like a success.
+ * How a finished call counts for the breaker, whose one question is "is the provider itself
+ * unhealthy?". Only a 5xx, a timeout or a connection failure says that. A 404, 400, 512,
+ * 513, an entity's invalid answer, 401/403 or 429 is an answer from a live provider (auth is
+ * a key problem, 429 is the shaper's pause; failing fast would fix neither): a success.
+ * 'ignore' is for calls that say nothing (cancelled by the caller, never sent).
  */
 export type BreakerVerdict = 'success' | 'failure' | 'ignore';
 
-const FAILURE_KINDS: ReadonlySet<UpstreamFailureKind> = new Set(['server', 'invalid', 'unavailable', 'temporary']);
+const FAILURE_KINDS: ReadonlySet<UpstreamFailureKind> = new Set(['server', 'unavailable']);
 
 export function verdictFor(outcome: UpstreamOutcome): BreakerVerdict {
   if (outcome.ok) return 'success';
   return FAILURE_KINDS.has(outcome.kind) ? 'failure' : 'success';
 }
 
+const IDENTIFIERS: ReadonlySet<string> = new Set(ENDPOINTS.flatMap((e) => e.identifiers));
+
+/**
+ * Which entity a call looks up: the endpoint family and the identifier (a person and their
+ * posts are one entity; strategy, maxage, filters and paging are not part of it, so varying
+ * them cannot fake "many entities"). A call without an identifier (pass-through) is its path.
+ */
+export function entityOf(call: Pick<UpstreamCall, 'path' | 'query'>): string {
+  const first = call.query[0];
+  const family = call.path.replace(/\/posts$/, '');
+  return first && IDENTIFIERS.has(first[0]) ? `${family}?${first[0]}=${first[1]}` : call.path;
+}
+
 export interface BreakerPermit {
-  /** True for the single half-open probe; its result alone decides close vs re-open. */
+  /** True for a half-open probe. */
   readonly trial: boolean;
-  /** Settle the permit once; later calls are no-ops. 'ignore' frees a trial slot without a verdict. */
+  /** Settle the permit once; later calls are no-ops. 'ignore' frees a probe slot without a verdict. */
   record(verdict: BreakerVerdict): void;
 }
 
-export interface BreakerOptions {
-  readonly failureThreshold: number;
+export interface BreakerSettings {
+  /** The failure rate is measured over this sliding window. */
+  readonly windowMs: number;
+  /** Calls in the window before any rate is judged. */
+  readonly minimumCalls: number;
+  /** Opens when at least this share (percent) of the window's calls failed... */
+  readonly failureRatePercent: number;
+  /** ...and the failures concern at least this many distinct entities. */
+  readonly minimumEntities: number;
   readonly cooldownMs: number;
+  /** Probes let through in half-open; their failure rate decides close vs re-open. */
+  readonly halfOpenProbes: number;
+}
+
+export interface BreakerOptions extends BreakerSettings {
   readonly clock: Clock;
   readonly onChange?: (from: BreakerState, to: BreakerState) => void;
 }
 
+const BUCKETS = 10;
+
+interface Bucket {
+  start: number;
+  calls: number;
+  failures: number;
+  /** Failed entities, capped at minimumEntities (enough to answer "are there that many?"). */
+  entities: Set<string>;
+}
+
+/** One half-open round: the probes out and what the decided ones said. */
+interface Round {
+  out: number;
+  successes: number;
+  failedEntities: Set<string>;
+}
+
 /**
- * Consecutive-failure circuit breaker. Time only enters through the Clock, so every
- * transition is testable with a FakeClock; half-open is derived lazily when asked.
+ * Failure-rate circuit breaker over a sliding window of BUCKETS buckets (as resilience4j's
+ * time-based window, opossum's rolling buckets, Envoy's outlier detection with a request
+ * volume). Time only enters through the Clock, so every transition is testable with a
+ * FakeClock; half-open is derived lazily when asked.
  */
 export class CircuitBreaker {
-  private mode: 'closed' | 'open' = 'closed';
-  private failures = 0;
+  private mode: BreakerState = 'closed';
   private openedAt = 0;
-  private trialInFlight = false;
-  /** Bumped on every open, so results of calls admitted before it cannot close it. */
+  private readonly buckets: Bucket[] = Array.from({ length: BUCKETS }, () => ({ start: -Infinity, calls: 0, failures: 0, entities: new Set() }));
+  private round: Round = { out: 0, successes: 0, failedEntities: new Set() };
+  /** Bumped on every transition, so results of calls admitted before it are not counted. */
   private generation = 0;
 
   constructor(private readonly opts: BreakerOptions) {}
 
   state(): BreakerState {
-    if (this.mode === 'closed') return 'closed';
+    if (this.mode !== 'open') return this.mode;
     return this.opts.clock.now() - this.openedAt >= this.opts.cooldownMs ? 'half_open' : 'open';
   }
 
-  /** Null means fail fast: open, or half-open with the probe already out. */
-  acquire(): BreakerPermit | null {
+  /** Null means fail fast: open, or half-open with all probes out. */
+  acquire(entity: string): BreakerPermit | null {
     const state = this.state();
     if (state === 'open') return null;
     if (state === 'half_open') {
-      if (this.trialInFlight) return null;
-      this.trialInFlight = true;
-      this.opts.onChange?.('open', 'half_open');
-      return this.permit(true);
+      if (this.mode === 'open') this.transition('half_open');
+      if (this.round.out >= this.probes()) return null;
+      this.round.out++;
+      return this.permit(true, entity);
     }
-    return this.permit(false);
+    return this.permit(false, entity);
   }
 
-  /** For a call that queued while closed: should it still go out? */
+  /** For a call that queued while closed: should it still go out? Not unless closed. */
   isOpen(): boolean {
-    return this.mode === 'open';
+    return this.mode !== 'closed';
   }
 
-  private permit(trial: boolean): BreakerPermit {
+  private probes(): number {
+    return Math.max(1, this.opts.halfOpenProbes);
+  }
+
+  private permit(trial: boolean, entity: string): BreakerPermit {
     const generation = this.generation;
     let settled = false;
     return {
@@ -75,36 +125,77 @@ export class CircuitBreaker {
       record: (verdict) => {
         if (settled) return;
         settled = true;
-        if (trial) this.settleTrial(verdict);
-        else if (generation === this.generation && this.mode === 'closed') this.settleClosed(verdict);
+        if (generation !== this.generation) return;
+        if (trial) this.settleProbe(verdict, entity);
+        else this.settleClosed(verdict, entity);
       },
     };
   }
 
-  private settleClosed(verdict: BreakerVerdict): void {
-    if (verdict === 'success') this.failures = 0;
-    else if (verdict === 'failure' && ++this.failures >= Math.max(1, this.opts.failureThreshold)) {
-      this.open('closed');
-    }
+  private settleClosed(verdict: BreakerVerdict, entity: string): void {
+    if (verdict === 'ignore') return;
+    const b = this.bucketAt(this.opts.clock.now());
+    b.calls++;
+    if (verdict === 'success') return;
+    b.failures++;
+    if (b.entities.size < this.opts.minimumEntities) b.entities.add(entity);
+    if (this.tripped()) this.open();
   }
 
-  private settleTrial(verdict: BreakerVerdict): void {
-    this.trialInFlight = false;
-    if (verdict === 'success') {
-      this.mode = 'closed';
-      this.failures = 0;
-      this.opts.onChange?.('half_open', 'closed');
-    } else if (verdict === 'failure') {
-      this.open('half_open');
+  /** Whether the window holds enough calls, a high enough failure rate, over enough entities. */
+  private tripped(): boolean {
+    const since = this.opts.clock.now() - this.opts.windowMs;
+    let calls = 0;
+    let failures = 0;
+    const entities = new Set<string>();
+    for (const b of this.buckets) {
+      if (b.start <= since) continue;
+      calls += b.calls;
+      failures += b.failures;
+      for (const e of b.entities) entities.add(e);
     }
-    // 'ignore': the probe never reached the provider; the next caller may probe instead.
+    return (
+      calls >= Math.max(1, this.opts.minimumCalls) &&
+      failures * 100 >= this.opts.failureRatePercent * calls &&
+      entities.size >= Math.max(1, this.opts.minimumEntities)
+    );
   }
 
-  private open(from: BreakerState): void {
-    this.mode = 'open';
+  private bucketAt(now: number): Bucket {
+    const width = Math.max(1, Math.ceil(this.opts.windowMs / BUCKETS));
+    const start = Math.floor(now / width) * width;
+    const b = this.buckets[Math.floor(now / width) % BUCKETS]!;
+    if (b.start !== start) Object.assign(b, { start, calls: 0, failures: 0, entities: new Set() });
+    return b;
+  }
+
+  /**
+   * A probe round decides as soon as its outcome is certain: enough failures (over distinct
+   * entities: one entity failing again says nothing new) re-open, enough successes close.
+   */
+  private settleProbe(verdict: BreakerVerdict, entity: string): void {
+    const r = this.round;
+    r.out--;
+    if (verdict === 'ignore' || (verdict === 'failure' && r.failedEntities.has(entity))) return;
+    r.out++; // a decided probe keeps its slot
+    const needed = Math.max(1, Math.ceil((this.probes() * this.opts.failureRatePercent) / 100));
+    if (verdict === 'success') r.successes++;
+    else r.failedEntities.add(entity);
+    if (r.failedEntities.size >= needed) this.open();
+    else if (r.successes > this.probes() - needed) this.transition('closed');
+  }
+
+  private open(): void {
     this.openedAt = this.opts.clock.now();
-    this.failures = 0;
+    this.transition('open');
+  }
+
+  private transition(to: BreakerState): void {
+    const from = this.mode;
+    this.mode = to;
     this.generation++;
-    this.opts.onChange?.(from, 'open');
+    this.round = { out: 0, successes: 0, failedEntities: new Set() };
+    for (const b of this.buckets) Object.assign(b, { start: -Infinity, calls: 0, failures: 0, entities: new Set() });
+    this.opts.onChange?.(from, to);
   }
 }

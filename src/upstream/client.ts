@@ -1,7 +1,8 @@
-import { failure, type Failure } from '../api/errors.js';
+import { failure } from '../api/errors.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../obs/logger.js';
-import { CircuitBreaker, type BreakerPermit, type BreakerVerdict } from './breaker.js';
+import { CircuitBreaker, entityOf, type BreakerPermit, type BreakerVerdict } from './breaker.js';
+import { quick, startCall, type AdmittedCall, type Begun } from './call-state.js';
 import { ProviderHttp, type AttemptResult } from './http.js';
 import { failOf, judgeAttempt, refusal, unavailable, type AttemptVerdict, type CallState } from './judge.js';
 import { backoffDelay, mayRetry, sleep, type RetriesUsed } from './retry.js';
@@ -10,7 +11,6 @@ import type {
   BreakerState,
   UpstreamCall,
   UpstreamFailure,
-  UpstreamFailureKind,
   UpstreamObserver,
   UpstreamOutcome,
   UpstreamSettings,
@@ -49,8 +49,7 @@ export class UpstreamClient {
     this.random = deps.random ?? Math.random;
     this.http = new ProviderHttp(settings);
     this.breaker = new CircuitBreaker({
-      failureThreshold: settings.breaker.failureThreshold,
-      cooldownMs: settings.breaker.cooldownMs,
+      ...settings.breaker,
       clock: this.clock,
       onChange: (from, to) => {
         if (to === 'open') this.log?.warn({ from, to }, 'upstream circuit breaker opened');
@@ -90,41 +89,9 @@ export class UpstreamClient {
   }
 
   async call(call: UpstreamCall, signal?: AbortSignal): Promise<UpstreamOutcome> {
-    const started = this.clock.now();
-    const quick = (kind: UpstreamFailureKind, f: Failure): UpstreamFailure => ({
-      ok: false, kind, failure: f, upstreamStatus: undefined, upstreamRequestId: undefined, ms: 0, attempts: 0,
-    });
-    if (this.closed) return quick('unavailable', unavailable('the gateway is shutting down'));
-    // Waiting out a provider pause that outlasts our deadline is pointless: say so now, truthfully.
-    const pausedUntil = this.shaper.pausedUntilMs();
-    if (pausedUntil > started + this.settings.deadlineMs) {
-      const s = Math.max(1, Math.ceil((pausedUntil - started) / 1000));
-      return quick('rate_limited', failure('UPSTREAM_RATE_LIMITED', undefined, { 'Retry-After': String(s) }));
-    }
-    const permit = this.breaker.acquire();
-    if (!permit) return quick('unavailable', unavailable('circuit breaker open'));
-
-    // One signal for every wait and request of this call; the deadline one tells the causes apart.
-    const deadline = new AbortController();
-    const combined = new AbortController();
-    const timer = setTimeout(() => {
-      deadline.abort();
-      combined.abort();
-    }, Math.max(1, this.settings.deadlineMs));
-    timer.unref();
-    const onCallerAbort = (): void => combined.abort();
-    if (signal?.aborted) combined.abort();
-    else signal?.addEventListener('abort', onCallerAbort, { once: true });
-    const state: CallState = {
-      call,
-      started,
-      signal: combined.signal,
-      deadline: deadline.signal,
-      caller: signal,
-      attempts: 0,
-      upstreamStatus: undefined,
-      upstreamRequestId: undefined,
-    };
+    const begun = this.begin(call, signal);
+    if (!begun.ok) return begun;
+    const { state, permit } = begun;
     let verdict: BreakerVerdict = 'ignore';
     try {
       const result = await this.run(state, permit);
@@ -136,10 +103,75 @@ export class UpstreamClient {
       this.log?.error({ err, requestId: call.requestId, path: call.path }, 'upstream call crashed');
       return failOf(state, 'unavailable', unavailable('internal error'), this.clock.now());
     } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onCallerAbort);
+      begun.end();
       permit.record(verdict);
     }
+  }
+
+  /**
+   * Admission for a request another HTTP client sends (pass-through): the same pause, breaker,
+   * deadline and concurrency slot as call(), for one attempt (no retries). The holder sends
+   * under `signal`, reports what came back with settle() (judged like a lookup attempt:
+   * breaker, 429 pause, metrics, logs) and frees the slot with release() once the body is done.
+   */
+  async admit(call: UpstreamCall, signal?: AbortSignal): Promise<AdmittedCall | UpstreamFailure> {
+    const begun = this.begin(call, signal);
+    if (!begun.ok) return begun;
+    const { state, permit } = begun;
+    const slot = await this.shaper.acquire(state.signal);
+    const refused = !slot.ok
+      ? refusal(state, slot.reason, this.clock.now())
+      : !permit.trial && this.breaker.isOpen()
+        ? failOf(state, 'unavailable', unavailable('circuit breaker open'), this.clock.now())
+        : null;
+    if (refused) {
+      if (slot.ok) slot.release();
+      begun.end();
+      permit.record('ignore');
+      return refused;
+    }
+    state.attempts = 1;
+    const t0 = this.clock.now();
+    let released = false;
+    return {
+      ok: true,
+      signal: state.signal,
+      settle: (raw) => {
+        this.observe(state, raw, this.clock.now() - t0);
+        if (raw.type === 'response' && raw.status >= 200 && raw.status < 300) {
+          permit.record('success');
+          return null;
+        }
+        const v = judgeAttempt(state, raw, this.settings.apiKey, this.clock.now());
+        if (v.pauseS) this.shaper.pauseUntil(this.clock.now() + v.pauseS * 1000);
+        permit.record(v.breaker);
+        this.logOutcome(state, v.outcome);
+        return v.outcome.ok ? null : v.outcome;
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        if (slot.ok) slot.release();
+        begun.end();
+        permit.record('ignore'); // no-op once settled
+      },
+    };
+  }
+
+  /** Checks shared by every provider request, then the deadline starts; or a failure at once. */
+  private begin(call: UpstreamCall, signal: AbortSignal | undefined): Begun | UpstreamFailure {
+    const started = this.clock.now();
+    if (this.closed) return quick('unavailable', unavailable('the gateway is shutting down'));
+    // Waiting out a provider pause that outlasts our deadline is pointless: say so now, truthfully.
+    const pausedUntil = this.shaper.pausedUntilMs();
+    if (pausedUntil > started + this.settings.deadlineMs) {
+      const s = Math.max(1, Math.ceil((pausedUntil - started) / 1000));
+      return quick('rate_limited', failure('UPSTREAM_RATE_LIMITED', undefined, { 'Retry-After': String(s) }));
+    }
+    const permit = this.breaker.acquire(entityOf(call));
+    if (!permit) return quick('unavailable', unavailable('circuit breaker open'));
+    const { state, end } = startCall(call, started, this.settings.deadlineMs, signal);
+    return { ok: true, state, permit, end };
   }
 
   private async run(state: CallState, permit: BreakerPermit): Promise<AttemptVerdict> {

@@ -122,6 +122,14 @@ async function readCapped(body: Body, contentLength: string | undefined, max: nu
   return { text: Buffer.concat(chunks, size).toString('utf8'), tooLarge: false };
 }
 
+/**
+ * A failed request as an AttemptResult, for requests sent by another HTTP client
+ * (pass-through): `status` is set when the failure came after the response headers.
+ */
+export function errorResult(err: unknown, signal: AbortSignal, status?: number, upstreamRequestId?: string): AttemptResult {
+  return { type: 'error', status, upstreamRequestId, ...describe(err, signal, status !== undefined) };
+}
+
 type Described = Pick<Extract<AttemptResult, { type: 'error' }>, 'cause' | 'detail' | 'errorCode'>;
 
 function describe(err: unknown, signal: AbortSignal, afterHeaders: boolean): Described {

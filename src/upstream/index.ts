@@ -1,4 +1,5 @@
 export { UpstreamClient, type UpstreamDeps } from './client.js';
+export type { AdmittedCall } from './call-state.js';
 export { classifyAnswer, parseRetryAfter } from './map.js';
 export type {
   BreakerState,

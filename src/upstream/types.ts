@@ -1,4 +1,5 @@
 import type { Failure } from '../api/errors.js';
+import type { BreakerSettings } from './breaker.js';
 
 /** Provider `meta` as received (spec §2.3); extra fields are kept. */
 export interface ProviderMeta {
@@ -31,11 +32,8 @@ export interface UpstreamSettings {
     readonly baseDelayMs: number;
     readonly maxDelayMs: number;
   };
-  readonly breaker: {
-    /** Consecutive failed calls that open the breaker. */
-    readonly failureThreshold: number;
-    readonly cooldownMs: number;
-  };
+  /** When the provider counts as unhealthy (breaker.ts). */
+  readonly breaker: BreakerSettings;
   /** Provider calls in flight at once; the rest wait in a bounded queue. */
   readonly maxConcurrency: number;
   readonly queueSize: number;

@@ -51,7 +51,7 @@ describe('the cache on disk', () => {
 
   it('besteffort serves stale while the circuit breaker is open', async () => {
     const clock = new FakeClock();
-    s = await startStack({ clock, sim: { clock }, config: { upstream: { breaker: { failureThreshold: 2, cooldownMs: 60_000 } } } });
+    s = await startStack({ clock, sim: { clock }, config: { upstream: { breaker: { minimumCalls: 2, minimumEntities: 2, cooldownMs: 60_000 } } } });
     await s.get('/v1/profile?person.id=3&strategy=fetch');
     clock.advance(120_000);
     s.sim.inject({ fault: { kind: 'status', status: 500 }, times: 2 });

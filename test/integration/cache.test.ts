@@ -10,7 +10,7 @@ beforeAll(async () => {
     sim: { clock },
     config: {
       cache: { ttl: { profile: 100, company: 100 }, staleTtl: { profile: 1000, company: 1000 }, negativeTtl: { notFound: 50, sourceNotFound: 500 } },
-      upstream: { deadlineMs: 600, breaker: { failureThreshold: 1000 } },
+      upstream: { deadlineMs: 600, breaker: { minimumCalls: 1000 } },
     },
   });
 });

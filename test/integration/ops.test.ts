@@ -5,7 +5,7 @@ import { profileUrl, startStack, type Stack } from '../helpers/stack.js';
 
 let s: Stack;
 beforeAll(async () => {
-  s = await startStack({ config: { upstream: { breaker: { failureThreshold: 2, cooldownMs: 60_000 }, retries: { temporary: 0 } } } });
+  s = await startStack({ config: { upstream: { breaker: { minimumCalls: 2, minimumEntities: 2, cooldownMs: 60_000 }, retries: { temporary: 0 } } } });
 });
 afterAll(async () => s.close());
 
@@ -94,7 +94,12 @@ describe('GET /metrics', () => {
   // Last in this file: it opens the breaker for the rest of the stack's life.
   it('/readyz stays 200 with the breaker open (reported, not fatal); metrics show it open', async () => {
     s.sim.inject({ fault: { kind: 'status', status: 500 } });
-    for (const id of [901, 902]) expect((await s.get(`/v1/company?org_id=${id}`)).status).toBe(502);
+    // The breaker opens on a failure rate: as many failures (over distinct entities) as the window's earlier successes.
+    let failures = 0;
+    while (s.app.upstream.breakerState() !== 'open' && failures < 100) {
+      expect((await s.get(`/v1/company?org_id=${900 + failures}`)).status).toBe(502);
+      failures++;
+    }
     expect(s.app.upstream.breakerState()).toBe('open');
     const ready = await s.get('/readyz', { key: null });
     expect(ready.status).toBe(200);
@@ -104,7 +109,7 @@ describe('GET /metrics', () => {
     });
     const { samples } = await scrape();
     expect(total(samples, 'tollgate_upstream_breaker_state', { state: 'open' })).toBe(1);
-    expect(total(samples, 'tollgate_upstream_requests_total', { endpoint: 'company', status: '500' })).toBe(2);
+    expect(total(samples, 'tollgate_upstream_requests_total', { endpoint: 'company', status: '500' })).toBe(failures);
     s.sim.clearFaults();
   });
 });

@@ -4,7 +4,7 @@ import { profileUrl, startStack, type Stack } from '../helpers/stack.js';
 
 let s: Stack;
 beforeAll(async () => {
-  s = await startStack({ config: { upstream: { deadlineMs: 800, breaker: { failureThreshold: 1000 } } } });
+  s = await startStack({ config: { upstream: { deadlineMs: 800, breaker: { minimumCalls: 1000 } } } });
 });
 afterAll(async () => s.close());
 beforeEach(() => s.reset());

@@ -85,9 +85,9 @@ describe('freshAsOfAnswer', () => {
 });
 
 describe('staleEligible', () => {
-  it('falls back only on provider failures, never on its answers about the entity', () => {
-    expect(['temporary', 'server', 'invalid', 'unavailable'].every(staleEligible)).toBe(true);
-    expect(['client', 'not_found', 'source_not_found', 'auth', 'rate_limited'].some(staleEligible)).toBe(false);
+  it('falls back on provider failures and throttling, never on its answers about the entity', () => {
+    expect(['temporary', 'server', 'invalid', 'unavailable', 'rate_limited'].every(staleEligible)).toBe(true);
+    expect(['client', 'not_found', 'source_not_found', 'auth'].some(staleEligible)).toBe(false);
   });
 });
 

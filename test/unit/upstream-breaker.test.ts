@@ -1,18 +1,25 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/clock.js';
-import { CircuitBreaker, verdictFor } from '../../src/upstream/breaker.js';
+import { CircuitBreaker, entityOf, verdictFor, type BreakerSettings } from '../../src/upstream/breaker.js';
 import type { BreakerState, UpstreamFailureKind, UpstreamOutcome } from '../../src/upstream/types.js';
 
-function setup(threshold = 3, cooldownMs = 1000) {
+const SETTINGS: BreakerSettings = { windowMs: 10_000, minimumCalls: 10, failureRatePercent: 50, minimumEntities: 3, cooldownMs: 1000, halfOpenProbes: 3 };
+
+function setup(over: Partial<BreakerSettings> = {}) {
   const clock = new FakeClock();
   const changes: Array<[BreakerState, BreakerState]> = [];
-  const breaker = new CircuitBreaker({ failureThreshold: threshold, cooldownMs, clock, onChange: (f, t) => changes.push([f, t]) });
-  const run = (verdict: 'success' | 'failure' | 'ignore'): void => {
-    const p = breaker.acquire();
+  const breaker = new CircuitBreaker({ ...SETTINGS, ...over, clock, onChange: (f, t) => changes.push([f, t]) });
+  const run = (verdict: 'success' | 'failure' | 'ignore', entity = 'e'): void => {
+    const p = breaker.acquire(entity);
     if (!p) throw new Error('expected a permit');
     p.record(verdict);
   };
-  return { clock, breaker, changes, run };
+  /** Failures over `n` distinct entities. */
+  const failMany = (n: number, from = 0): void => {
+    for (let i = from; i < from + n; i++) run('failure', `e${i}`);
+  };
+  return { clock, breaker, changes, run, failMany };
 }
 
 const failed = (kind: UpstreamFailureKind): UpstreamOutcome => ({
@@ -25,12 +32,12 @@ const failed = (kind: UpstreamFailureKind): UpstreamOutcome => ({
   attempts: 1,
 });
 
-describe('verdictFor', () => {
+describe('verdictFor: only signs of an unhealthy provider count', () => {
   it.each([
     ['server', 'failure'],
-    ['invalid', 'failure'],
     ['unavailable', 'failure'],
-    ['temporary', 'failure'],
+    ['invalid', 'success'],
+    ['temporary', 'success'],
     ['client', 'success'],
     ['not_found', 'success'],
     ['source_not_found', 'success'],
@@ -41,83 +48,199 @@ describe('verdictFor', () => {
   });
 });
 
-describe('CircuitBreaker', () => {
-  it('opens after N consecutive failures', () => {
-    const { breaker, run, changes } = setup(3);
-    run('failure');
-    run('failure');
+describe('entityOf', () => {
+  const q = (...pairs: Array<[string, string]>) => pairs;
+  it('is the endpoint family and identifier; strategy, maxage, filters and paging do not make a new one', () => {
+    const base = entityOf({ path: '/v1/profile', query: q(['person.id', '5'], ['strategy', 'fetch']) });
+    expect(base).toBe('/v1/profile?person.id=5');
+    expect(entityOf({ path: '/v1/profile', query: q(['person.id', '5'], ['strategy', 'besteffort'], ['maxage', '9']) })).toBe(base);
+    expect(entityOf({ path: '/v1/profile/posts', query: q(['person.id', '5'], ['offset', '40']) })).toBe(base);
+    expect(entityOf({ path: '/v1/profile', query: q(['person.id', '6']) })).not.toBe(base);
+    expect(entityOf({ path: '/v1/company', query: q(['org_id', '5']) })).not.toBe(base);
+  });
+
+  it('is the path for a call without an identifier (pass-through)', () => {
+    expect(entityOf({ path: '/v1/credits', query: [] })).toBe('/v1/credits');
+    expect(entityOf({ path: '/v1/extra/x', query: q(['a', '1']) })).toBe('/v1/extra/x');
+  });
+});
+
+describe('CircuitBreaker (closed)', () => {
+  it('opens on the failure rate once the window holds the minimum volume', () => {
+    const { breaker, failMany, changes } = setup();
+    failMany(9);
     expect(breaker.state()).toBe('closed');
-    run('failure');
+    failMany(1, 9);
     expect(breaker.state()).toBe('open');
-    expect(breaker.acquire()).toBeNull();
+    expect(breaker.acquire('x')).toBeNull();
     expect(changes).toEqual([['closed', 'open']]);
   });
 
-  it('a success or a healthy answer resets the count; ignore does not', () => {
-    const { breaker, run } = setup(3);
-    run('failure');
-    run('failure');
-    run('success');
-    run('failure');
-    run('failure');
+  it('stays closed below the failure rate', () => {
+    const { breaker, run, failMany } = setup();
+    for (let i = 0; i < 11; i++) run('success');
+    failMany(10);
+    expect(breaker.state()).toBe('closed'); // 10 of 21 < 50%
+    failMany(1, 10);
+    expect(breaker.state()).toBe('open'); // 11 of 22
+  });
+
+  it('never opens on failures of fewer entities than minimumEntities, however many', () => {
+    const { breaker, run } = setup();
+    for (let i = 0; i < 500; i++) run('failure', i % 2 ? 'a' : 'b');
     expect(breaker.state()).toBe('closed');
-    run('ignore');
-    run('failure');
+    run('failure', 'c');
     expect(breaker.state()).toBe('open');
   });
 
-  it('half-opens after the cooldown and lets exactly one trial through', () => {
-    const { breaker, clock, run } = setup(1, 1000);
-    run('failure');
-    clock.advance(999);
-    expect(breaker.state()).toBe('open');
-    clock.advance(1);
-    expect(breaker.state()).toBe('half_open');
-    const trial = breaker.acquire();
-    expect(trial?.trial).toBe(true);
-    expect(breaker.acquire()).toBeNull();
-    trial!.record('success');
+  it('property: any history whose failures touch fewer than minimumEntities entities never opens', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('success', 'failure', 'ignore') as fc.Arbitrary<'success' | 'failure' | 'ignore'>, fc.constantFrom('a', 'b'), fc.nat(3000)), { maxLength: 300 }),
+        (steps) => {
+          const { breaker, clock, run } = setup();
+          for (const [verdict, entity, ms] of steps) {
+            clock.advance(ms);
+            run(verdict, entity);
+          }
+          return breaker.state() === 'closed';
+        },
+      ),
+    );
+  });
+
+  it('a provider failing everything is detected within max(minimumCalls, minimumEntities) calls', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 40 }), (minimumCalls, minimumEntities) => {
+        const { breaker, run } = setup({ minimumCalls, minimumEntities });
+        const bound = Math.max(minimumCalls, minimumEntities);
+        for (let i = 0; i < bound - 1; i++) run('failure', `e${i}`);
+        const before = breaker.state();
+        run('failure', `e${bound}`);
+        return before === 'closed' && breaker.state() === 'open';
+      }),
+    );
+  });
+
+  it('forgets failures that left the window', () => {
+    const { breaker, clock, failMany } = setup();
+    failMany(9);
+    clock.advance(10_000);
+    failMany(1, 9);
     expect(breaker.state()).toBe('closed');
-    expect(breaker.acquire()).not.toBeNull();
+    failMany(8, 10);
+    expect(breaker.state()).toBe('closed');
+    failMany(1, 18);
+    expect(breaker.state()).toBe('open');
   });
 
-  it('a failed trial re-opens for a full cooldown', () => {
-    const { breaker, clock, run } = setup(1, 1000);
-    run('failure');
+  it('ignored calls count neither way', () => {
+    const { breaker, run, failMany } = setup();
+    for (let i = 0; i < 50; i++) run('ignore');
+    failMany(9);
+    expect(breaker.state()).toBe('closed');
+    failMany(1, 9);
+    expect(breaker.state()).toBe('open');
+  });
+
+  it('results of calls admitted before the breaker opened are not counted', () => {
+    const { breaker, clock, failMany } = setup();
+    const early = breaker.acquire('late')!;
+    failMany(10);
+    expect(breaker.state()).toBe('open');
     clock.advance(1000);
-    const trial = breaker.acquire()!;
-    clock.advance(300);
-    trial.record('failure');
-    expect(breaker.state()).toBe('open');
-    clock.advance(999);
-    expect(breaker.state()).toBe('open');
-    clock.advance(1);
+    early.record('failure');
     expect(breaker.state()).toBe('half_open');
-  });
-
-  it('an ignored trial frees the probe slot', () => {
-    const { breaker, clock, run } = setup(1, 1000);
-    run('failure');
-    clock.advance(1000);
-    breaker.acquire()!.record('ignore');
-    expect(breaker.state()).toBe('half_open');
-    expect(breaker.acquire()?.trial).toBe(true);
-  });
-
-  it('results of calls admitted before the breaker opened do not close it', () => {
-    const { breaker } = setup(1, 1000);
-    const early = breaker.acquire()!;
-    breaker.acquire()!.record('failure');
-    expect(breaker.state()).toBe('open');
-    early.record('success');
-    expect(breaker.state()).toBe('open');
   });
 
   it('records each permit once', () => {
-    const { breaker } = setup(2);
-    const p = breaker.acquire()!;
-    p.record('failure');
+    const { breaker, failMany } = setup();
+    failMany(9);
+    const p = breaker.acquire('x')!;
+    p.record('success');
     p.record('failure');
     expect(breaker.state()).toBe('closed');
   });
 });
+
+describe('CircuitBreaker (half-open)', () => {
+  function opened(over: Partial<BreakerSettings> = {}) {
+    const t = setup(over);
+    t.failMany(10);
+    t.clock.advance(1000);
+    return t;
+  }
+
+  it('half-opens after the cooldown and lets exactly halfOpenProbes probes out', () => {
+    const { breaker, clock } = setup();
+    setupFail(breaker);
+    clock.advance(999);
+    expect(breaker.state()).toBe('open');
+    clock.advance(1);
+    expect(breaker.state()).toBe('half_open');
+    const probes = [breaker.acquire('a'), breaker.acquire('b'), breaker.acquire('c')];
+    expect(probes.every((p) => p?.trial === true)).toBe(true);
+    expect(breaker.acquire('d')).toBeNull();
+  });
+
+  it('closes when the probes succeed: one success is not enough to decide, a majority is', () => {
+    const { breaker, changes } = opened();
+    const [a, b, c] = [breaker.acquire('a')!, breaker.acquire('b')!, breaker.acquire('c')!];
+    a.record('success');
+    expect(breaker.state()).toBe('half_open');
+    b.record('failure');
+    expect(breaker.state()).toBe('half_open');
+    c.record('success');
+    expect(breaker.state()).toBe('closed');
+    expect(changes).toEqual([['closed', 'open'], ['open', 'half_open'], ['half_open', 'closed']]);
+    expect(breaker.acquire('x')?.trial).toBe(false);
+  });
+
+  it('re-opens for a full cooldown when the probes fail over distinct entities', () => {
+    const { breaker, clock } = opened();
+    const [a, b] = [breaker.acquire('a')!, breaker.acquire('b')!];
+    a.record('failure');
+    expect(breaker.state()).toBe('half_open');
+    clock.advance(300);
+    b.record('failure');
+    expect(breaker.state()).toBe('open');
+    clock.advance(999);
+    expect(breaker.state()).toBe('open');
+    clock.advance(1);
+    expect(breaker.state()).toBe('half_open');
+  });
+
+  it('one entity failing again in half-open says nothing new: its probe slot goes to someone else', () => {
+    const { breaker } = opened();
+    breaker.acquire('bad')!.record('failure');
+    for (let i = 0; i < 20; i++) breaker.acquire('bad')!.record('failure');
+    expect(breaker.state()).toBe('half_open');
+    breaker.acquire('good1')!.record('success');
+    breaker.acquire('good2')!.record('success');
+    expect(breaker.state()).toBe('closed');
+  });
+
+  it('an ignored probe frees its slot', () => {
+    const { breaker } = opened({ halfOpenProbes: 1 });
+    breaker.acquire('a')!.record('ignore');
+    expect(breaker.state()).toBe('half_open');
+    const p = breaker.acquire('b');
+    expect(p?.trial).toBe(true);
+    expect(breaker.acquire('c')).toBeNull();
+    p!.record('success');
+    expect(breaker.state()).toBe('closed');
+  });
+
+  it('after closing, the old window is forgotten', () => {
+    const { breaker, failMany } = opened({ halfOpenProbes: 1 });
+    breaker.acquire('a')!.record('success');
+    expect(breaker.state()).toBe('closed');
+    failMany(9, 100);
+    expect(breaker.state()).toBe('closed');
+  });
+});
+
+function setupFail(breaker: CircuitBreaker): void {
+  for (let i = 0; i < 10; i++) breaker.acquire(`e${i}`)!.record('failure');
+  expect(breaker.state()).toBe('open');
+}
