@@ -7,6 +7,7 @@ import { failure } from '../api/errors.js';
 import type { Config } from '../config.js';
 import type { ApiKey } from '../store/keys.js';
 import type { AdmittedCall } from '../upstream/call-state.js';
+import type { UpstreamFailure } from '../upstream/types.js';
 import { errorResult, type AttemptResult } from '../upstream/http.js';
 import { creditsOf, type Provider } from './fetcher.js';
 import { guarded, type LimitsDeps, type LookupTrace } from './guard.js';
@@ -73,6 +74,13 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
     agent.destroy();
   });
 
+  /** A call the provider may have billed without our learning the charge: its estimate, unsettled (as for lookups). */
+  const chargeIfBilled = (f: UpstreamFailure | null, requestId: string, trace: LookupTrace): void => {
+    if (!f?.maybeCharged) return;
+    trace.creditsUsed = deps.accounting.reservedFor(requestId) ?? 0;
+    trace.unsettled = true;
+  };
+
   app.get('/v1/*', async (request, reply) => {
     const q = request.url.indexOf('?');
     const path = q < 0 ? request.url : request.url.slice(0, q);
@@ -119,6 +127,7 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
         decided = true;
         responses.delete(raw);
         const f = admitted.settle(errorResult(err, admitted.signal));
+        chargeIfBilled(f, requestId, trace);
         done(errorAnswer(f?.failure ?? failure('UPSTREAM_UNAVAILABLE'), requestId, { ...BYPASS }), true);
       };
       // Deadline or hang-up: stop the request (and a streaming body); answer if nothing did yet.
@@ -182,6 +191,7 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
     readCapped(res, maxBytes).then(
       (text) => {
         const f = admitted.settle(answer(text));
+        chargeIfBilled(f, requestId, trace);
         if (f) return done(errorAnswer(f.failure, requestId, headers), true);
         if (text === null) return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
         trace.creditsUsed = creditsReported(text);
@@ -189,6 +199,7 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
       },
       (err: unknown) => {
         const f = admitted.settle(errorResult(err, admitted.signal, status, upstreamId));
+        chargeIfBilled(f, requestId, trace);
         done(errorAnswer(f?.failure ?? failure('UPSTREAM_UNAVAILABLE'), requestId, headers), true);
       },
     );

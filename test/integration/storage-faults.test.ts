@@ -153,6 +153,22 @@ describe('a provider call abandoned at the deadline', () => {
     expect(after.unsettled - before.unsettled).toBe(3);
   });
 
+  it('a pass-through call abandoned at the deadline is charged its estimate too, unsettled', async () => {
+    const p = await startStack({
+      config: { passthrough: { paths: ['/v1/credits'] }, credits: { estimates: { passthrough: 2 } }, upstream: { deadlineMs: 300 } },
+    });
+    try {
+      await p.sim.inject({ fault: { kind: 'latency', ms: 2_000 }, times: 1 });
+      const r = await p.get('/v1/credits');
+      expect(r.status).toBe(502);
+      expectEnvelope(r, 'UPSTREAM_UNAVAILABLE');
+      const rows = p.app.costs.ledger.usage(0, ALL, 'key');
+      expect(rows.map((x) => [x.credits, x.unsettled_credits])).toEqual([[2, 2]]);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('a call refused before it was sent (connection refused) charges nothing', async () => {
     const c = await startStack({ config: { upstream: { url: 'http://127.0.0.1:9', retries: { connection: 0 } } } });
     try {
