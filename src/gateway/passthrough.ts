@@ -192,6 +192,8 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
       (text) => {
         const f = admitted.settle(answer(text));
         chargeIfBilled(f, requestId, trace);
+        // For a lookup, "no such route" means upstream.url is wrong; here the caller chose the path.
+        if (f?.kind === 'no_route') return done(errorAnswer(failure('ROUTE_NOT_FOUND', `The provider has no route ${trace.identity}.`), requestId, headers), true);
         if (f) return done(errorAnswer(f.failure, requestId, headers), true);
         if (text === null) return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
         trace.creditsUsed = creditsReported(text);

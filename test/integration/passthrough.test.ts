@@ -62,7 +62,7 @@ describe('pass-through to the simulator', () => {
     // A prefix path is proxied; the simulator itself says it has no such endpoint.
     const r = await s.get('/v1/extra/thing?x=1');
     expect(r.status).toBe(404);
-    expect(r.json.error.code).toBe('NOT_FOUND');
+    expect(r.json.error.code).toBe('ROUTE_NOT_FOUND');
     expect(s.sim.callCount()).toBe(before + 1);
     expect(s.sim.calls.at(-1)!.query).toBe('x=1');
   });

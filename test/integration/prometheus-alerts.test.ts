@@ -51,12 +51,13 @@ async function firing(alertname: string, s: Stack): Promise<Record<string, strin
 }
 
 beforeAll(async () => {
-  const noBreaker = { breaker: { failureThreshold: 1000 } };
+  // Errors and a stuck queue must alert on their own, with the breaker never opening.
+  const noBreaker = { breaker: { minimumCalls: 1_000_000 } };
   stacks.budgets = await startStack({ config: { upstream: { budget: { day: 12, month: 1000 } } } });
   stacks.hitRatio = await startStack();
   stacks.errors = await startStack({ config: { upstream: { ...noBreaker, retries: { temporary: 0, connection: 0 } } } });
   stacks.queue = await startStack({ config: { upstream: { ...noBreaker, maxConcurrency: 1, deadlineMs: 20_000 } } });
-  stacks.breaker = await startStack({ config: { upstream: { breaker: { failureThreshold: 3, cooldownMs: 200 } } } });
+  stacks.breaker = await startStack({ config: { upstream: { breaker: { minimumCalls: 3, minimumEntities: 3, cooldownMs: 200 } } } });
   prom = await startPrometheus({ targets: Object.values(stacks).map(instance), rules: rules.text });
 });
 
