@@ -36,3 +36,30 @@ export function sendAnswer(reply: FastifyReply, a: Answer) {
 export function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
   return sendAnswer(reply, errorAnswer(f, reply.request.id, extra));
 }
+
+/**
+ * An answer relayed from the provider (pass-through) with the gateway's request id in its
+ * envelope: the caller's request is the gateway's, whose id X-Request-Id carries, and the
+ * provider's own stays in X-Upstream-Request-Id. Bodies that are not an envelope pass as they are.
+ */
+export function withRequestId(a: Answer, requestId: string): Answer {
+  if (a.body.includes(requestId) || !a.body.includes('request_id')) return a;
+  let body: unknown;
+  try {
+    body = JSON.parse(a.body);
+  } catch {
+    return a;
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return a;
+  const o = body as { request_id?: unknown; error?: { request_id?: unknown } };
+  let changed = false;
+  if (typeof o.request_id === 'string') {
+    o.request_id = requestId;
+    changed = true;
+  }
+  if (typeof o.error === 'object' && o.error !== null && typeof o.error.request_id === 'string') {
+    o.error.request_id = requestId;
+    changed = true;
+  }
+  return changed ? { ...a, body: JSON.stringify(o) } : a;
+}
