@@ -36,7 +36,7 @@ export class Admission {
     const key = authenticate(authorization, this.keys, now);
     // A valid key is never refused by the failed-authentication limit (DESIGN §6): whoever
     // shares the address — or, behind a misconfigured proxy, claims it — cannot lock it out.
-    // Guessing a 190-bit key is hopeless anyway; the limit stops floods and state probing.
+    // Guessing a key of 190+ random bits is hopeless anyway; the limit stops floods and state probing.
     if ('code' in key) return this.failed(key, ip, now);
     this.usage.touch(key.id, now);
     const policies = this.policiesOf(key);
