@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exchange, type RawAnswer } from '../helpers/raw-http.js';
+import { exchange, parseAnswers, type RawAnswer } from '../helpers/raw-http.js';
 import { startStack, type Reply, type Stack } from '../helpers/stack.js';
 
 let s: Stack;
@@ -181,6 +181,32 @@ describe('every answer in the envelope, with its request id (issue #11 §5)', ()
       db.exec('ALTER TABLE entries_gone RENAME TO entries');
       db.close();
     }
+  });
+});
+
+describe('the drain refusal on Fastify routes', () => {
+  it('a /v1 request answered 503 while draining carries X-Request-Id and the rate fields', async () => {
+    const d = await startStack({ config: { server: { shutdownGraceMs: 5_000 } } });
+    const port = Number(new URL(d.url).port);
+    d.sim.inject({ fault: { kind: 'latency', ms: 400 } });
+    // An in-flight lookup holds the drain open; a request whose head is still arriving meets it.
+    const slow = exchange(port, `GET /v1/profile?person.id=101 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${d.key}\r\nConnection: close\r\n\r\n`, [], 1);
+    const late = connect(port, '127.0.0.1');
+    let text = '';
+    late.on('data', (c) => (text += c));
+    const lateClosed = new Promise((r) => late.on('close', r));
+    await new Promise((r) => late.once('connect', r));
+    late.write('GET /v1/nope HTTP/1.1\r\n');
+    while (d.sim.calls.length === 0) await new Promise((r) => setTimeout(r, 5));
+    const closing = d.app.close();
+    late.write('Host: x\r\n\r\n');
+    await lateClosed;
+    const [a] = parseAnswers(Buffer.from(text, 'latin1'), []).answers;
+    expect(a!.status).toBe(503);
+    expectEnvelope(a!, 'SERVICE_UNAVAILABLE', true);
+    expect((await slow).answers[0]!.status).toBe(200);
+    await closing;
+    await d.close();
   });
 });
 
