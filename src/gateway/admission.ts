@@ -51,7 +51,7 @@ export class Admission {
 
   /** A failed key: counted, or — past the limit — 429, so a prober no longer learns which keys exist, are revoked or expired. */
   private failed(refusal: Failure, ip: string, now: number): Admitted {
-    if (!this.failedAuth) return { key: null, refusal, headers: {} };
+    if (!this.failedAuth) return { key: null, refusal, headers: advisoryHeaders(now) };
     const state = this.state(KEY_SCOPE + ip, now);
     if (!state.allowed) return { key: null, refusal: authRateLimited(state.retryAfter), headers: state.headers };
     return { key: null, refusal, headers: headersOf(this.limits.add(KEY_SCOPE + ip, this.failedAuth, now, false), now) };
@@ -69,11 +69,11 @@ export class Admission {
 
   /** Count a failed admin-token check; the admin limiter's headers after it. */
   countAdminFailure(ip: string, now: number): Record<string, string> {
-    return this.failedAuth ? headersOf(this.limits.add(ADMIN_SCOPE + ip, this.failedAuth, now, false), now) : {};
+    return this.failedAuth ? headersOf(this.limits.add(ADMIN_SCOPE + ip, this.failedAuth, now, false), now) : advisoryHeaders(now);
   }
 
   private state(scope: string, now: number): LimiterState {
-    if (!this.failedAuth) return { allowed: true, retryAfter: 0, headers: {} };
+    if (!this.failedAuth) return { allowed: true, retryAfter: 0, headers: advisoryHeaders(now) };
     const counts = this.limits.counts(scope, this.failedAuth, now, false);
     const d = rateDecision(counts, now);
     return { allowed: d.allowed, retryAfter: d.allowed ? 0 : d.retryAfter, headers: headersOf(counts, now) };
@@ -106,6 +106,11 @@ export interface LimiterState {
 
 export function authRateLimited(retryAfter: number): Failure {
   return failure('AUTH_RATE_LIMITED', undefined, { 'retry-after': String(retryAfter) });
+}
+
+/** With the limit disabled, answers without a key still carry rate fields: the never-enforced advisory window. */
+function advisoryHeaders(now: number): Record<string, string> {
+  return headersOf(ADVISORY.map((policy) => ({ policy, count: 0 })), now);
 }
 
 function headersOf(counts: readonly PolicyCount[], now: number): Record<string, string> {

@@ -145,6 +145,21 @@ describe('failed authentication per client IP', () => {
   });
 });
 
+describe('with the failed-authentication limit disabled', () => {
+  it('answers without a key still carry rate fields: the advisory, never-enforced window', async () => {
+    const p = await startStack({ clock, config: { limits: { failedAuth: null } } });
+    try {
+      for (const r of [await p.get('/v1/company?org_id=1', { key: null }), await p.get('/v1/nope', { key: null })]) {
+        expect(r.status).toBeGreaterThanOrEqual(400);
+        expect(r.headers['x-ratelimit-limit']).toBe('1000000');
+        for (const h of RATE_HEADERS) expect(r.headers[h]).toBeDefined();
+      }
+    } finally {
+      await p.close();
+    }
+  });
+});
+
 describe('the client address behind proxies (server.trustedProxies)', () => {
   const from = (xff: string, key: string | null = null) => ({ key, headers: { 'x-forwarded-for': xff } });
 
