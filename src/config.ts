@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseBudgets } from './gateway/credits.js';
 import { parseRatePolicies } from './gateway/ratelimit.js';
+import { trustedProxies } from './http/client-ip.js';
 
 /**
  * Configuration: built-in defaults ← YAML file ← environment ← flags, validated once and
@@ -58,11 +59,30 @@ const UpstreamSchema = z.strictObject({
     .prefault({}),
 });
 
+function checkProxyEntry(v: string, ctx: z.RefinementCtx): void {
+  try {
+    trustedProxies([v]);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+}
+
 const ServerSchema = z.strictObject({
   host: z.string().min(1).default('0.0.0.0'),
   port: z.number().int().min(0).max(65535).default(8080),
-  /** Trust X-Forwarded-For from a fronting proxy (for per-IP limits and logs). */
-  trustProxy: z.boolean().default(false),
+  /**
+   * Proxies (IPs or CIDRs) whose X-Forwarded-For is believed; the client is the right-most
+   * address not listed. Empty = X-Forwarded-For is ignored.
+   */
+  trustedProxies: z.array(z.string().superRefine(checkProxyEntry)).default([]),
+  /**
+   * Removed: `true` trusted the left-most, client-chosen X-Forwarded-For entry. A config that
+   * still says `true` stops startup (naming trustedProxies) rather than silently changing
+   * whose address is limited; `false` meant what the default means now and is accepted.
+   */
+  trustProxy: z
+    .literal(false, { error: 'removed: it trusted the client-controlled X-Forwarded-For; list your proxies in server.trustedProxies instead (e.g. ["10.0.0.0/8"])' })
+    .optional(),
   maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
   maxUrlBytes: z.number().int().min(256).max(64 * 1024).default(8 * 1024),
   requestTimeoutMs: ms.default(30_000),

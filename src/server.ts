@@ -6,13 +6,15 @@ import { failure, type Failure } from './api/errors.js';
 import { newRequestId } from './api/request-id.js';
 import type { Config } from './config.js';
 import type { LookupDeps, LookupTrace } from './gateway/lookup.js';
-import { errorAnswer, sendAnswer } from './gateway/render.js';
+import { errorAnswer, sendAnswer, withRequestId } from './gateway/render.js';
 import { registerAdmin } from './admin/routes.js';
 import { registerPassthrough } from './gateway/passthrough.js';
 import type { LedgerStore } from './store/ledger.js';
 import { installOps, type OpsDeps } from './obs/ops.js';
 import { logRequest, pathOf } from './obs/request-log.js';
-import { earlyRefusal, lookupRoutes } from './http/lookups.js';
+import { earlyRefusal, isV1Path, lookupRoutes, readsNoFurther } from './http/lookups.js';
+import { trustedProxies } from './http/client-ip.js';
+import { connectRefusal, parserErrorHandler } from './http/parser-errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -37,14 +39,18 @@ const LOOKUP_METHODS_DENIED = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as c
 /** Assembles the HTTP app from the stages. No listen, no globals: tests build as many as they like. */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { config } = deps;
-  const lookups = lookupRoutes(deps);
+  const trusted = trustedProxies(config.server.trustedProxies);
+  const lookups = lookupRoutes(deps, trusted);
+  /** The failed-key limiter's fields for a /v1 answer without a key; none elsewhere. */
+  const rateFields = (request: FastifyRequest) => (isV1Path(request.url) ? deps.admission.ipState(request.ip, deps.clock.now()).headers : undefined);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     // One line per request is written in onResponse, with the gateway's fields.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => newRequestId(deps.clock.now()),
     requestIdHeader: false,
-    trustProxy: config.server.trustProxy,
+    // request.ip by the same rule as the lookup routes' clientIp (src/http/client-ip.ts).
+    trustProxy: trusted.empty ? false : (address: string) => trusted.has(address),
     // The lookup routes answer on node:http directly (src/http/lookups.ts); the rest is Fastify's.
     serverFactory: (fastifyHandler) => {
       const server = createServer(
@@ -56,43 +62,49 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
           requestTimeout: config.server.requestTimeoutMs,
           headersTimeout: config.server.headersTimeoutMs,
           keepAliveTimeout: config.server.keepAliveTimeoutMs,
+          // Node's own refusal of a missing Host is a bare 400; earlyRefusal answers it in the envelope.
+          requireHostHeader: false,
         },
         (req, res) => {
+          if (readsNoFurther(req)) res.setHeader('connection', 'close');
           if (!lookups(req, res)) fastifyHandler(req, res);
         },
       );
+      server.on('connect', connectRefusal(deps, trusted));
       return server;
     },
     // Requests arriving while draining get our 503 envelope (src/obs/ops.ts), not Fastify's.
     return503OnClosing: false,
     bodyLimit: 64 * 1024,
-    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
-      // Parser-level refusals never reach a route: answer them in the envelope too.
+    clientErrorHandler: parserErrorHandler(deps, trusted),
+    // The router refuses a path that is not valid percent-encoding before any hook runs, so
+    // this answer sets its own id and rate fields, and is logged and counted here.
+    frameworkErrors: (err, request, reply) => {
       const f =
-        err.code === 'HPE_HEADER_OVERFLOW'
-          ? failure('HEADERS_TOO_LARGE')
-          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-            ? failure('REQUEST_TIMEOUT')
-            : failure('INVALID_PARAMETER', 'Malformed HTTP request.');
-      if (socket.writable) {
-        deps.ops.metrics.observeClientError(f.code);
-        const body = JSON.stringify({ error: { code: f.code, message: f.message, request_id: newRequestId() } });
-        socket.end(
-          `HTTP/1.1 ${f.status} ${f.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-        );
-      } else socket.destroy();
+        err.code === 'FST_ERR_BAD_URL'
+          ? failure('INVALID_PARAMETER', 'The request path is not valid percent-encoding.')
+          : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? failure('URI_TOO_LONG')
+            : failure('INTERNAL_ERROR');
+      deps.ops.metrics.observeClientError(f.code);
+      logRequest(deps.logger, { reqId: request.id, method: request.method, url: request.url, status: f.status, code: f.code, endpoint: null, trace: null, ms: 0 });
+      return sendAnswer(reply, errorAnswer(f, request.id, { 'x-request-id': request.id, ...rateFields(request) }));
     },
   });
   app.decorateRequest('trace', null);
   app.decorateRequest('endpointName', null);
   app.decorateRequest('errorCode', null);
-  installOps(app, deps.ops);
-
+  // Ahead of the ops hooks, so that even the drain's 503 carries the id and the rate fields.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     // Every /v1 answer carries rate-limit fields; until a key is known, the per-IP limiter's.
-    if (request.url.startsWith('/v1/')) reply.headers(deps.admission.ipState(request.ip, deps.clock.now()).headers);
-    const early = earlyRefusal(request.method, request.url, request.headers, config.server.maxUrlBytes);
+    const rate = rateFields(request);
+    if (rate) reply.headers(rate);
+  });
+  installOps(app, deps.ops);
+
+  app.addHook('onRequest', async (request, reply) => {
+    const early = earlyRefusal(request.raw, config.server.maxUrlBytes);
     if (early) return sendAnswer(reply, errorAnswer(early, request.id));
   });
 
@@ -105,7 +117,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     });
   }
 
-  registerPassthrough(app, deps, sendAnswer);
+  registerPassthrough(app, deps, (reply, a) => sendAnswer(reply, withRequestId(a, reply.request.id)));
   registerAdmin(app, deps);
 
   app.setNotFoundHandler(async (request, reply) =>
@@ -121,7 +133,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         : status >= 400 && status < 500
           ? { status, code: 'INVALID_PARAMETER', message: 'The request could not be processed.' }
           : failure('INTERNAL_ERROR');
-    return sendAnswer(reply, errorAnswer(f, request.id));
+    // Fields set by the onRequest hook survive Fastify's error path; set them again for an error raised before it.
+    return sendAnswer(reply, errorAnswer(f, request.id, { 'x-request-id': request.id, ...rateFields(request) }));
   });
 
   app.addHook('onResponse', async (request, reply) => {

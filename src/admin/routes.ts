@@ -3,7 +3,7 @@ import { failure, type Failure } from '../api/errors.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Accounting } from '../gateway/accounting.js';
-import type { Admission } from '../gateway/admission.js';
+import { authRateLimited, type Admission } from '../gateway/admission.js';
 import { bearerMatches, tokenDigest } from '../gateway/auth.js';
 import { remaining, type BudgetState } from '../gateway/credits.js';
 import { purgeFilter } from '../gateway/purge.js';
@@ -57,7 +57,7 @@ function budgetsView(states: BudgetState[]) {
 /**
  * The admin API under /admin (Bearer admin token). Disabled — not registered, so /admin/*
  * answers 404 ROUTE_NOT_FOUND — while `adminToken` is null: an unset token must not be a
- * guessable one. Failed token checks count against the same per-IP limit as failed keys.
+ * guessable one. Failed token checks count against /admin's own per-address limiter.
  */
 export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
   const token = deps.config.adminToken;
@@ -68,10 +68,13 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
     async (admin) => {
       admin.addHook('onRequest', async (request, reply) => {
         const now = deps.clock.now();
-        const ip = deps.admission.ipState(request.ip, now);
-        if (!ip.allowed) return sendFailure(reply, failure('AUTH_RATE_LIMITED', undefined, { 'retry-after': String(ip.retryAfter) }), ip.headers);
+        // Unlike a client key, an exhausted address is refused even with the right token: admin
+        // tokens are operator-chosen (16+ characters) and may be guessable, so guesses are capped.
+        // The counters are /admin's own, and the address is one the client cannot choose.
+        const ip = deps.admission.adminState(request.ip, now);
+        if (!ip.allowed) return sendFailure(reply, authRateLimited(ip.retryAfter), ip.headers);
         if (!bearerMatches(request.headers.authorization, expected)) {
-          const headers = deps.admission.countFailure(request.ip, now);
+          const headers = deps.admission.countAdminFailure(request.ip, now);
           return sendFailure(reply, failure('ADMIN_UNAUTHORIZED'), { ...headers, 'www-authenticate': 'Bearer realm="tollgate-admin"' });
         }
       });

@@ -6,14 +6,18 @@ import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, typ
 import type { UsageTracker } from './usage.js';
 
 /**
- * DESIGN §2 steps 3–4 for every authenticated route (/v1 lookups and pass-through):
- * the per-IP limit on failed authentication, the key, then the key's rate limit.
+ * DESIGN §2 steps 3–4 for every authenticated route (/v1 lookups and pass-through): the key,
+ * the per-address limit on failed authentication, then the key's rate limit.
  */
 export type Admitted =
   /** Refused before a key was known: 401, or 429 AUTH_RATE_LIMITED. No ledger row. */
   | { readonly key: null; readonly refusal: Failure; readonly headers: Record<string, string> }
   /** A key is known; `refusal` is set when its rate limit is exhausted (429). */
   | { readonly key: ApiKey; readonly refusal: Failure | null; readonly headers: Record<string, string> };
+
+/** Separate counters: failed keys on /v1 never lock an address out of /admin, nor the reverse. */
+const KEY_SCOPE = 'ip:';
+const ADMIN_SCOPE = 'admin-ip:';
 
 export class Admission {
   /** Parsed policies by their stored text; stored text was validated on write. */
@@ -23,26 +27,17 @@ export class Admission {
     private readonly keys: KeyStore,
     private readonly limits: LimitStore,
     private readonly usage: UsageTracker,
-    /** Per-IP failed-authentication policy; null disables it. */
+    /** Per-address failed-authentication policy; null disables it. */
     private readonly failedAuth: readonly RatePolicy[] | null,
     private readonly onInvalidPolicy: (keyId: string, err: Error) => void = () => {},
   ) {}
 
   admit(authorization: string | undefined, ip: string, now: number): Admitted {
-    const ipScope = `ip:${ip}`;
-    if (this.failedAuth) {
-      const counts = this.limits.counts(ipScope, this.failedAuth, now, false);
-      const d = rateDecision(counts, now);
-      // Refused before the key is even looked at: a guessing client learns nothing more.
-      if (!d.allowed) {
-        return { key: null, refusal: failure('AUTH_RATE_LIMITED', undefined, { 'retry-after': String(d.retryAfter) }), headers: headersOf(counts, now) };
-      }
-    }
     const key = authenticate(authorization, this.keys, now);
-    if ('code' in key) {
-      const counts = this.failedAuth ? this.limits.add(ipScope, this.failedAuth, now, false) : [];
-      return { key: null, refusal: key, headers: headersOf(counts, now) };
-    }
+    // A valid key is never refused by the failed-authentication limit (DESIGN §6): whoever
+    // shares the address — or, behind a misconfigured proxy, claims it — cannot lock it out.
+    // Guessing a key of 190+ random bits is hopeless anyway; the limit stops floods and state probing.
+    if ('code' in key) return this.failed(key, ip, now);
     this.usage.touch(key.id, now);
     const policies = this.policiesOf(key);
     const counts = this.limits.counts(key.id, policies, now, true);
@@ -54,15 +49,32 @@ export class Admission {
     return { key, refusal: null, headers: headersOf(this.limits.add(key.id, policies, now, true), now) };
   }
 
-  /** Count a failed admin-token check like a failed key; the limiter's headers after it. */
-  countFailure(ip: string, now: number): Record<string, string> {
-    return this.failedAuth ? headersOf(this.limits.add(`ip:${ip}`, this.failedAuth, now, false), now) : {};
+  /** A failed key: counted, or — past the limit — 429, so a prober no longer learns which keys exist, are revoked or expired. */
+  private failed(refusal: Failure, ip: string, now: number): Admitted {
+    if (!this.failedAuth) return { key: null, refusal, headers: advisoryHeaders(now) };
+    const state = this.state(KEY_SCOPE + ip, now);
+    if (!state.allowed) return { key: null, refusal: authRateLimited(state.retryAfter), headers: state.headers };
+    return { key: null, refusal, headers: headersOf(this.limits.add(KEY_SCOPE + ip, this.failedAuth, now, false), now) };
   }
 
-  /** Whether the IP may try to authenticate at all, and the limiter's headers (for answers without a key). */
-  ipState(ip: string, now: number): { allowed: boolean; retryAfter: number; headers: Record<string, string> } {
-    if (!this.failedAuth) return { allowed: true, retryAfter: 0, headers: {} };
-    const counts = this.limits.counts(`ip:${ip}`, this.failedAuth, now, false);
+  /** The address's failed-key limiter and its headers (for /v1 answers without a key). */
+  ipState(ip: string, now: number): LimiterState {
+    return this.state(KEY_SCOPE + ip, now);
+  }
+
+  /** /admin's own failed-token limiter. */
+  adminState(ip: string, now: number): LimiterState {
+    return this.state(ADMIN_SCOPE + ip, now);
+  }
+
+  /** Count a failed admin-token check; the admin limiter's headers after it. */
+  countAdminFailure(ip: string, now: number): Record<string, string> {
+    return this.failedAuth ? headersOf(this.limits.add(ADMIN_SCOPE + ip, this.failedAuth, now, false), now) : advisoryHeaders(now);
+  }
+
+  private state(scope: string, now: number): LimiterState {
+    if (!this.failedAuth) return { allowed: true, retryAfter: 0, headers: advisoryHeaders(now) };
+    const counts = this.limits.counts(scope, this.failedAuth, now, false);
     const d = rateDecision(counts, now);
     return { allowed: d.allowed, retryAfter: d.allowed ? 0 : d.retryAfter, headers: headersOf(counts, now) };
   }
@@ -84,6 +96,21 @@ export class Admission {
     }
     return p;
   }
+}
+
+export interface LimiterState {
+  readonly allowed: boolean;
+  readonly retryAfter: number;
+  readonly headers: Record<string, string>;
+}
+
+export function authRateLimited(retryAfter: number): Failure {
+  return failure('AUTH_RATE_LIMITED', undefined, { 'retry-after': String(retryAfter) });
+}
+
+/** With the limit disabled, answers without a key still carry rate fields: the never-enforced advisory window. */
+function advisoryHeaders(now: number): Record<string, string> {
+  return headersOf(ADVISORY.map((policy) => ({ policy, count: 0 })), now);
 }
 
 function headersOf(counts: readonly PolicyCount[], now: number): Record<string, string> {

@@ -34,14 +34,14 @@ export interface LimitsDeps {
 export interface Incoming {
   readonly rawQuery: string;
   readonly authorization: string | undefined;
-  /** The client address (X-Forwarded-For only with server.trustProxy). */
+  /** The client address (src/http/client-ip.ts: behind listed proxies, from X-Forwarded-For). */
   readonly ip: string;
   readonly requestId: string;
 }
 
 /**
- * The frame around every authenticated /v1 route: admission (per-IP failed-auth limit, key,
- * key rate limit), then `stages`, then the ledger row with its charge (durable before the
+ * The frame around every authenticated /v1 route: admission (key, per-address failed-auth
+ * limit, key rate limit), then `stages`, then the ledger row with its charge (durable before the
  * answer leaves), then the rate and credit headers. Every answer after authentication —
  * success, refusal, provider error — carries the key's X-RateLimit-* fields; answers
  * without a key carry the per-IP limiter's.

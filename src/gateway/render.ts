@@ -36,3 +36,31 @@ export function sendAnswer(reply: FastifyReply, a: Answer) {
 export function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
   return sendAnswer(reply, errorAnswer(f, reply.request.id, extra));
 }
+
+/**
+ * An answer relayed from the provider (pass-through) with the gateway's request id in its
+ * envelope: the caller's request is the gateway's, whose id X-Request-Id carries, and the
+ * provider's own stays in X-Upstream-Request-Id. Only the id's text is replaced — the body is
+ * never re-serialized, which could round large numeric ids — and bodies that are not an
+ * envelope pass as they are.
+ */
+export function withRequestId(a: Answer, requestId: string): Answer {
+  if (a.body.includes(requestId) || !a.body.includes('"request_id"')) return a;
+  let body: unknown;
+  try {
+    body = JSON.parse(a.body);
+  } catch {
+    return a;
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return a;
+  const o = body as { request_id?: unknown; error?: { request_id?: unknown } | null };
+  const ids = new Set<string>();
+  if (typeof o.request_id === 'string') ids.add(o.request_id);
+  if (typeof o.error === 'object' && o.error !== null && typeof o.error.request_id === 'string') ids.add(o.error.request_id);
+  let text = a.body;
+  for (const id of ids) {
+    const quoted = JSON.stringify(id).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    text = text.replace(new RegExp(`("request_id"\\s*:\\s*)${quoted}`, 'g'), (_m, key: string) => key + JSON.stringify(requestId));
+  }
+  return text === a.body ? a : { ...a, body: text };
+}

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { ENDPOINTS, type EndpointDef } from '../api/endpoints.js';
 import { failure, type Failure } from '../api/errors.js';
@@ -7,6 +7,7 @@ import { handleLookup, type LookupTrace } from '../gateway/lookup.js';
 import { errorAnswer, type Answer } from '../gateway/render.js';
 import type { ServerDeps } from '../server.js';
 import { logRequest } from '../obs/request-log.js';
+import { clientIp, type TrustedProxies } from './client-ip.js';
 import { TurnWrites } from './turn-writes.js';
 
 const BY_PATH: ReadonlyMap<string, EndpointDef> = new Map(ENDPOINTS.map((d) => [d.path, d]));
@@ -21,15 +22,14 @@ const CONTENT_TYPE = 'application/json; charset=utf-8';
  *
  * Returns a handler that answers and returns true, or returns false and leaves the request alone.
  */
-export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function lookupRoutes(deps: ServerDeps, trusted: TrustedProxies): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { config, ops, clock } = deps;
-  const trustProxy = config.server.trustProxy;
   const maxUrl = config.server.maxUrlBytes;
 
   const writes = new TurnWrites((err) => deps.logger.error({ err }, 'unhandled error while writing an answer'));
 
   /** Answer (at the end of this event-loop turn: TurnWrites), then meter and log it. */
-  function send(req: IncomingMessage, res: ServerResponse, def: EndpointDef, a: Answer, requestId: string, trace: LookupTrace | null, t0: number): void {
+  function send(req: IncomingMessage, res: ServerResponse, def: EndpointDef, a: Answer, ip: string, requestId: string, trace: LookupTrace | null, t0: number): void {
     writes.defer(() => {
       try {
         const headers = a.headers;
@@ -46,7 +46,7 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
         deps.logger.error({ err, reqId: requestId }, 'unhandled error');
         // Headers already out (the body write failed), or the error answer itself failed: nothing truthful can follow.
         if (res.headersSent || a.errorCode === 'INTERNAL_ERROR') res.destroy();
-        else send(req, res, def, errorAnswer(failure('INTERNAL_ERROR'), requestId), requestId, trace, t0);
+        else refuse(req, res, def, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
         return;
       }
       const seconds = (performance.now() - t0) / 1000;
@@ -65,9 +65,9 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
     });
   }
 
-  function refuse(req: IncomingMessage, res: ServerResponse, def: EndpointDef, f: Failure, ip: string, requestId: string, t0: number): void {
+  function refuse(req: IncomingMessage, res: ServerResponse, def: EndpointDef, f: Failure, ip: string, requestId: string, t0: number, trace: LookupTrace | null = null): void {
     // Answers without a key carry the per-IP limiter's rate fields, like every /v1 answer.
-    send(req, res, def, errorAnswer(f, requestId, deps.admission.ipState(ip, clock.now()).headers), requestId, null, t0);
+    send(req, res, def, errorAnswer(f, requestId, deps.admission.ipState(ip, clock.now()).headers), ip, requestId, trace, t0);
   }
 
   return (req, res) => {
@@ -80,12 +80,12 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
 
     const t0 = performance.now();
     const requestId = newRequestId(clock.now());
-    const ip = clientIp(req, trustProxy);
+    const ip = clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], trusted);
     if (ops.draining()) {
       refuse(req, res, def, failure('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry on another instance.'), ip, requestId, t0);
       return true;
     }
-    const early = earlyRefusal(method, url, req.headers, maxUrl);
+    const early = earlyRefusal(req, maxUrl);
     if (early) {
       refuse(req, res, def, early, ip, requestId, t0);
       return true;
@@ -96,38 +96,49 @@ export function lookupRoutes(deps: ServerDeps): (req: IncomingMessage, res: Serv
     const trace: LookupTrace = {};
     const inc = { rawQuery: q < 0 ? '' : url.slice(q + 1), authorization: req.headers.authorization, ip, requestId };
     handleLookup(deps, def, inc, trace).then(
-      (answer) => send(req, res, def, answer, requestId, trace, t0),
+      (answer) => send(req, res, def, answer, ip, requestId, trace, t0),
       (err: unknown) => {
         deps.logger.error({ err, reqId: requestId }, 'unhandled error');
-        send(req, res, def, errorAnswer(failure('INTERNAL_ERROR'), requestId), requestId, trace, t0);
+        refuse(req, res, def, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
       },
     );
     return true;
   };
 }
 
-/** Refusals that need no route, for both HTTP layers: oversize URLs, and bodies on reads. */
-export function earlyRefusal(method: string, url: string, headers: IncomingHttpHeaders, maxUrlBytes: number): Failure | null {
-  if (url.length > maxUrlBytes) return failure('URI_TOO_LONG');
-  if (method === 'GET' || method === 'HEAD') {
-    const len = headers['content-length'];
-    if ((len !== undefined && len !== '0') || headers['transfer-encoding'] !== undefined) return failure('BODY_NOT_ALLOWED');
-  }
-  return null;
+/** Whether an answer to this request target is a /v1 answer, which carries the rate-limit fields. */
+export function isV1Path(url: string): boolean {
+  return url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?');
+}
+
+/** A Transfer-Encoding that does not end in chunked: a body running to the end of the connection. */
+function unframed(te: string | undefined): boolean {
+  return te !== undefined && !/(^|,)[ \t]*chunked[ \t]*$/i.test(te);
 }
 
 /**
- * The client's address. With server.trustProxy the left-most X-Forwarded-For entry (the
- * original client, as Fastify's `trustProxy: true` reads it); otherwise the socket's peer.
+ * Whether node:http parses nothing more on this connection after the request: one asking for
+ * an upgrade (none is offered, and node stops parsing there), or one whose body has no
+ * length. Its answer then says `Connection: close`, so that a client with requests pipelined
+ * behind it learns they were not read instead of waiting for answers that never come.
  */
-export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const xff = req.headers['x-forwarded-for'];
-    if (typeof xff === 'string' && xff.length > 0) {
-      const c = xff.indexOf(',');
-      const first = (c < 0 ? xff : xff.slice(0, c)).trim();
-      if (first) return first;
-    }
+export function readsNoFurther(req: IncomingMessage): boolean {
+  return req.headers.upgrade !== undefined || unframed(req.headers['transfer-encoding']);
+}
+
+/** Refusals that need no route, for both HTTP layers: oversize URLs, no Host, bodies on reads. */
+export function earlyRefusal(req: IncomingMessage, maxUrlBytes: number): Failure | null {
+  if (req.url!.length > maxUrlBytes) return failure('URI_TOO_LONG');
+  const headers = req.headers;
+  // RFC 9112 §3.2: a 1.1 request without Host is refused (node's own refusal is a bare 400, so it is off).
+  if (headers.host === undefined && req.httpVersion === '1.1') return failure('INVALID_PARAMETER', 'An HTTP/1.1 request needs a Host header.');
+  // RFC 9112 §6.3: a request body must be framed by Content-Length or chunked.
+  if (unframed(headers['transfer-encoding'])) return failure('INVALID_PARAMETER', 'A request body must be framed by Content-Length or by chunked Transfer-Encoding.', { connection: 'close' });
+  const method = req.method;
+  if (method === 'GET' || method === 'HEAD') {
+    const len = headers['content-length'];
+    // The body is refused unread: closing beats reading (and discarding) a body of any size.
+    if ((len !== undefined && len !== '0') || headers['transfer-encoding'] !== undefined) return failure('BODY_NOT_ALLOWED', undefined, { connection: 'close' });
   }
-  return req.socket.remoteAddress ?? '';
+  return null;
 }

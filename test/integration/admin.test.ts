@@ -192,7 +192,7 @@ describe('usage, budget and cache over the admin API', () => {
     expect((await admin('GET', '/budget')).json).toEqual({ provider: [] });
   });
 
-  it('failed admin tokens count against the per-IP limit', async () => {
+  it('failed admin tokens count against /admin\'s own per-address limit, which refuses even the right token once exhausted', async () => {
     clock.advance(60_000 - (clock.now() % 60_000));
     let last: Reply | undefined;
     for (let i = 0; i < 20; i++) last = await admin('GET', '/keys', undefined, 'wrong-token-0123456789');
@@ -200,7 +200,21 @@ describe('usage, budget and cache over the admin API', () => {
     const blocked = await admin('GET', '/keys');
     expect(blocked.status).toBe(429);
     expect(blocked.json.error.code).toBe('AUTH_RATE_LIMITED');
+    // The limiter is /admin's own: the address's client keys still work, and fail on their own count.
+    expect((await s.get('/v1/company?org_id=1')).status).toBe(200);
+    expect((await s.get('/v1/company?org_id=1', { key: 'tg_' + 'W'.repeat(40) })).headers['x-ratelimit-remaining']).toBe('19');
     clock.advance(Number(blocked.headers['retry-after']) * 1000);
     expect((await admin('GET', '/keys')).status).toBe(200);
+  });
+
+  it('failed client keys never lock an address out of the admin API', async () => {
+    clock.advance(60_000 - (clock.now() % 60_000));
+    for (let i = 0; i < 25; i++) await s.get('/v1/company?org_id=1', { key: 'tg_' + 'V'.repeat(40) });
+    expect((await s.get('/v1/company?org_id=1', { key: null })).json.error.code).toBe('AUTH_RATE_LIMITED');
+    const r = await admin('GET', '/keys');
+    expect(r.status).toBe(200);
+    const wrong = await admin('GET', '/keys', undefined, 'wrong-token-0123456789');
+    expect(wrong.json.error.code).toBe('ADMIN_UNAUTHORIZED');
+    expect(wrong.headers['x-ratelimit-remaining']).toBe('19');
   });
 });

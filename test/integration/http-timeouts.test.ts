@@ -47,6 +47,13 @@ async function clientErrors(reason: string): Promise<number> {
   return total(parseSamples((await s.get('/metrics', { key: null })).text), 'tollgate_http_client_errors_total', { reason });
 }
 
+/** The 408 is in the envelope with X-Request-Id equal to its request_id. */
+function expectIdentified(received: string): void {
+  const id = /\r\nX-Request-Id: (req_[0-9A-Z]{26})\r\n/i.exec(received)?.[1];
+  expect(id).toBeDefined();
+  expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)).error.request_id).toBe(id);
+}
+
 async function stillServing(): Promise<void> {
   expect((await s.get('/healthz', { key: null })).status).toBe(200);
   expect((await s.get('/v1/profile?person.id=5')).status).toBe(200);
@@ -61,6 +68,7 @@ describe('slow clients are cut off with a clear answer, and the server keeps ser
     const ms = await c.closed;
     expect(c.received()).toMatch(/^HTTP\/1\.1 408 /);
     expect(c.received()).toContain('"code":"REQUEST_TIMEOUT"');
+    expectIdentified(c.received());
     expect(ms).toBeGreaterThanOrEqual(HEADERS_TIMEOUT - 50);
     expect(ms).toBeLessThan(HEADERS_TIMEOUT + 1500);
     expect((await clientErrors('request_timeout')) - before).toBe(1);
@@ -74,6 +82,7 @@ describe('slow clients are cut off with a clear answer, and the server keeps ser
     const ms = await c.closed;
     expect(c.received()).toMatch(/^HTTP\/1\.1 408 /);
     expect(c.received()).toContain('"code":"REQUEST_TIMEOUT"');
+    expectIdentified(c.received());
     expect(ms).toBeGreaterThanOrEqual(REQUEST_TIMEOUT - 50);
     expect(ms).toBeLessThan(REQUEST_TIMEOUT + 1500);
     await stillServing();

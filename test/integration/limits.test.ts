@@ -117,7 +117,7 @@ describe('per-key rate limits', () => {
 });
 
 describe('failed authentication per client IP', () => {
-  it('401s carry the per-IP limiter; past it even a valid key gets 429 AUTH_RATE_LIMITED until Reset', async () => {
+  it('401s carry the per-IP limiter; past it a wrong key gets 429 AUTH_RATE_LIMITED until Reset, a valid key is still served', async () => {
     nextMinute();
     const bad = 'tg_' + 'B'.repeat(40);
     const fails: Reply[] = [];
@@ -129,42 +129,87 @@ describe('failed authentication per client IP', () => {
       for (const h of RATE_HEADERS) expect(r.headers[h]).toBeDefined();
     }
     const calls = s.sim.callCount();
-    const blocked = await s.get('/v1/company?org_id=1');
-    expect(blocked.status).toBe(429);
-    expect(blocked.json.error.code).toBe('AUTH_RATE_LIMITED');
     const reset = num(fails[4]!, 'x-ratelimit-reset');
-    expect(blocked.headers['retry-after']).toBe(String(reset));
+    // Past the limit every failure looks alike: a wrong, a revoked or a missing key.
+    const revoked = s.newKey();
+    s.app.keys.revoke(revoked.id);
+    for (const key of [bad, revoked.secret, null]) {
+      const blocked = await s.get('/v1/company?org_id=1', { key });
+      expect(blocked.status).toBe(429);
+      expect(blocked.json.error.code).toBe('AUTH_RATE_LIMITED');
+      expect(blocked.headers['retry-after']).toBe(String(reset));
+    }
     // Requests that never reach authentication carry the same limiter's fields.
     const notFound = await s.get('/v1/nope', { key: null });
     expect(notFound.status).toBe(404);
     expect(notFound.headers['x-ratelimit-remaining']).toBe('0');
     expect(s.sim.callCount()).toBe(calls);
+    // A valid key is never refused by it (DESIGN §6): whoever shares the address cannot lock it out.
+    const valid = await s.get('/v1/company?org_id=1');
+    expect(valid.status).toBe(200);
 
     clock.advance(reset * 1000);
-    expect((await s.get('/v1/company?org_id=1')).status).toBe(200);
+    expect((await s.get('/v1/company?org_id=1', { key: bad })).status).toBe(401);
   });
 });
 
-describe('the client address behind a proxy (server.trustProxy)', () => {
-  it('with trustProxy, failed attempts count against the left-most X-Forwarded-For address', async () => {
-    const p = await startStack({ clock, config: { server: { trustProxy: true }, limits: { failedAuth: '2/minute' } } });
+describe('with the failed-authentication limit disabled', () => {
+  it('answers without a key still carry rate fields: the advisory, never-enforced window', async () => {
+    const p = await startStack({ clock, config: { limits: { failedAuth: null } } });
+    try {
+      for (const r of [await p.get('/v1/company?org_id=1', { key: null }), await p.get('/v1/nope', { key: null })]) {
+        expect(r.status).toBeGreaterThanOrEqual(400);
+        expect(r.headers['x-ratelimit-limit']).toBe('1000000');
+        for (const h of RATE_HEADERS) expect(r.headers[h]).toBeDefined();
+      }
+    } finally {
+      await p.close();
+    }
+  });
+});
+
+describe('the client address behind proxies (server.trustedProxies)', () => {
+  const from = (xff: string, key: string | null = null) => ({ key, headers: { 'x-forwarded-for': xff } });
+
+  it('the right-most address not a listed proxy is the client: failed attempts count against it', async () => {
+    const p = await startStack({ clock, config: { server: { trustedProxies: ['127.0.0.1', '10.0.0.0/8'] }, limits: { failedAuth: '2/minute' } } });
     try {
       nextMinute();
-      const from = (ip: string) => ({ key: null, headers: { 'x-forwarded-for': `${ip}, 10.9.9.9` } });
-      expect((await p.get('/v1/company?org_id=1', from('10.0.0.1'))).status).toBe(401);
-      expect((await p.get('/v1/company?org_id=1', from('10.0.0.1'))).status).toBe(401);
-      const blocked = await p.get('/v1/company?org_id=1', from('10.0.0.1'));
-      expect(blocked.json.error.code).toBe('AUTH_RATE_LIMITED');
-      // Another client behind the same proxy is not punished for the first one's failures.
-      const other = await p.get('/v1/company?org_id=1', from('10.0.0.2'));
+      // The client claims to be 198.51.100.7; the listed proxy 10.9.9.9 saw 203.0.113.1.
+      const claim = (spoof: string) => from(`${spoof}, 203.0.113.1, 10.9.9.9`);
+      expect((await p.get('/v1/company?org_id=1', claim('198.51.100.7'))).status).toBe(401);
+      expect((await p.get('/v1/company?org_id=1', claim('198.51.100.8'))).status).toBe(401);
+      // Inventing left-most addresses changes nothing: the third attempt is refused.
+      expect((await p.get('/v1/company?org_id=1', claim('198.51.100.9'))).json.error.code).toBe('AUTH_RATE_LIMITED');
+      // The Fastify routes see the same address (here, a /v1 404 showing that limiter's fields).
+      expect((await p.get('/v1/nope', claim('192.0.2.1'))).headers['x-ratelimit-remaining']).toBe('0');
+      // Another client behind the same proxies is not punished for the first one's failures.
+      const other = await p.get('/v1/company?org_id=1', from('203.0.113.2, 10.9.9.9'));
       expect(other.status).toBe(401);
       expect(other.headers['x-ratelimit-remaining']).toBe('1');
+      // Nor is a victim whose address the guesser wrote into X-Forwarded-For.
+      expect((await p.get('/v1/company?org_id=1', from('203.0.113.1', p.key))).status).toBe(200);
     } finally {
       await p.close();
     }
   });
 
-  it('without it, X-Forwarded-For is ignored: a client cannot dodge the limit by inventing addresses', async () => {
+  it('100 key guesses with fresh X-Forwarded-For values meet the limit: the header is not read from an unlisted peer', async () => {
+    const p = await startStack({ clock, config: { server: { trustedProxies: ['10.0.0.0/8'] }, limits: { failedAuth: '30/minute' } } });
+    try {
+      nextMinute();
+      const codes = new Map<string, number>();
+      for (let i = 0; i < 100; i++) {
+        const r = await p.get('/v1/company?org_id=1', from(`198.51.${i >> 8}.${i & 255}`, 'tg_' + String(i).padStart(40, 'G')));
+        codes.set(r.json.error.code, (codes.get(r.json.error.code) ?? 0) + 1);
+      }
+      expect(Object.fromEntries(codes)).toEqual({ INVALID_API_KEY: 30, AUTH_RATE_LIMITED: 70 });
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('without trusted proxies, X-Forwarded-For is ignored: a client cannot dodge the limit by inventing addresses', async () => {
     nextMinute();
     const codes: string[] = [];
     for (let i = 0; i < 6; i++) {

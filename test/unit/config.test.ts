@@ -77,6 +77,20 @@ describe('config', () => {
     expect(validateConfig({ upstream: { url } }).upstream.url).toBe(url);
   });
 
+  it('server.trustedProxies takes IPs and CIDRs, IPv4 and IPv6, and names a bad entry', () => {
+    const ok = ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8', '192.168.1.0/24', '0.0.0.0/0'];
+    expect(validateConfig({ server: { trustedProxies: ok } }).server.trustedProxies).toEqual(ok);
+    for (const bad of ['10.0.0.0/33', 'fd00::/129', 'proxy.internal', '10.0.0.0/x', '1.2.3.4/', '']) {
+      expect(() => validateConfig({ server: { trustedProxies: [bad] } })).toThrow('server.trustedProxies.0');
+    }
+  });
+
+  it('server.trustProxy: true stops startup naming server.trustedProxies (it trusted client-chosen addresses); false is accepted', () => {
+    expect(() => validateConfig({ server: { trustProxy: true } })).toThrow(ConfigError);
+    expect(() => validateConfig({ server: { trustProxy: true } })).toThrow(/server\.trustProxy: removed.*server\.trustedProxies/);
+    expect(validateConfig({ server: { trustProxy: false } }).server.trustedProxies).toEqual([]);
+  });
+
   it('a bad env value names the variable', () => {
     expect(() => loadConfig({ env: { TOLLGATE_PORT: 'eighty' } })).toThrow('TOLLGATE_PORT');
   });

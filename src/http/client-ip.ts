@@ -1,0 +1,77 @@
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * The client address behind proxies (DESIGN §6), one rule for both HTTP layers: the
+ * right-most address not in `server.trustedProxies`, walking from the socket's peer leftwards
+ * through X-Forwarded-For. Every entry right of that address was appended by a proxy the
+ * operator listed, so the client cannot choose it; everything further left it can.
+ */
+export interface TrustedProxies {
+  /** Whether `address` (IPv4, IPv6 or IPv4-mapped IPv6) is a listed proxy. */
+  has(address: string): boolean;
+  readonly empty: boolean;
+}
+
+/** An IP or CIDR, IPv4 or IPv6 (e.g. `10.0.0.0/8`, `127.0.0.1`, `fd00::/8`); throws naming a bad entry. */
+function addEntry(list: BlockList, entry: string): void {
+  const slash = entry.indexOf('/');
+  const address = slash < 0 ? entry : entry.slice(0, slash);
+  const version = isIP(address);
+  if (version === 0) throw new Error(`'${entry}' is not an IP address or CIDR range`);
+  const type = version === 6 ? 'ipv6' : 'ipv4';
+  if (slash < 0) return list.addAddress(address, type);
+  const bits = entry.slice(slash + 1);
+  const max = version === 6 ? 128 : 32;
+  if (!/^[0-9]{1,3}$/.test(bits) || Number(bits) > max) throw new Error(`'${entry}' has a prefix length outside 0..${max}`);
+  list.addSubnet(address, Number(bits), type);
+}
+
+export function trustedProxies(entries: readonly string[]): TrustedProxies {
+  const list = new BlockList();
+  for (const e of entries) addEntry(list, e);
+  const empty = entries.length === 0;
+  return {
+    empty,
+    has(address) {
+      if (empty) return false;
+      const v = isIP(address);
+      return v !== 0 && list.check(address, v === 6 ? 'ipv6' : 'ipv4');
+    },
+  };
+}
+
+/**
+ * The client's address. X-Forwarded-For is read only when the peer itself is a trusted
+ * proxy; each hop then vouches for the entry left of it. Entries are split on commas and
+ * trimmed of spaces and tabs, as Fastify's proxy-addr does, so `request.ip` on Fastify
+ * routes (given `trusted.has` as its trustProxy) names the same address. When every hop is
+ * trusted, the left-most entry is the client.
+ */
+export function clientIp(peer: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): string {
+  const socketAddr = peer ?? '';
+  if (trusted.empty || typeof xff !== 'string' || !trusted.has(socketAddr)) return socketAddr;
+  // One entry is trimmed of any whitespace, a list only of spaces and tabs: proxy-addr's rule.
+  if (!xff.includes(',')) {
+    const only = xff.trim();
+    return only === '' ? socketAddr : only;
+  }
+  let candidate = socketAddr;
+  let end = xff.length;
+  while (end > 0) {
+    const comma = xff.lastIndexOf(',', end - 1);
+    const entry = trimSpaces(xff.slice(comma + 1, end));
+    end = comma < 0 ? 0 : comma;
+    if (entry === '') continue;
+    candidate = entry;
+    if (!trusted.has(entry)) return entry;
+  }
+  return candidate;
+}
+
+function trimSpaces(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && (s[a] === ' ' || s[a] === '\t')) a++;
+  while (b > a && (s[b - 1] === ' ' || s[b - 1] === '\t')) b--;
+  return s.slice(a, b);
+}
