@@ -99,6 +99,9 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
       if (refused) return errorAnswer(refused, request.id);
       return forward(request, reply, path, rawQuery, trace);
     });
+    // The per-IP limiter's fields were set on every /v1 reply before the key was known; once
+    // it is, only the key's count: an unlimited key advertises no IETF quota at all.
+    if (trace.keyId) for (const h of ['ratelimit-policy', 'ratelimit']) reply.removeHeader(h);
     if (!answer.stream) return send(reply, answer);
     return reply.code(answer.status).headers(answer.headers).send(answer.stream);
   });

@@ -216,7 +216,8 @@ describe('pass-through answers in the envelope', () => {
     try {
       const r = await p.get('/v1/pt/unknown');
       expect(r.status).toBe(404);
-      expectEnvelope(r, 'NOT_FOUND', true);
+      // The simulator's "no such endpoint" 404: for pass-through, the path the caller chose.
+      expectEnvelope(r, 'ROUTE_NOT_FOUND', true);
       expect(r.headers['x-upstream-request-id']).toBeDefined();
       expect(r.headers['x-upstream-request-id']).not.toBe(r.headers['x-request-id']);
     } finally {

@@ -19,6 +19,9 @@ describe('pass-through to the simulator', () => {
     expect(r.headers['x-request-id']).not.toBe(r.headers['x-upstream-request-id']);
     for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) expect(r.headers[h]).toBeDefined();
     expect(r.headers['x-ratelimit-limit']).toBe('1000000'); // the key's advisory window, not the per-IP limiter's
+    // An unlimited key advertises no IETF quota, the per-IP limiter's included.
+    expect(r.headers['ratelimit-policy']).toBeUndefined();
+    expect(r.headers['ratelimit']).toBeUndefined();
     const call = s.sim.calls.at(-1)!;
     expect(call.path).toBe('/v1/credits');
     expect(call.authorization).toBe(`Bearer ${SIM_KEY}`);
