@@ -26,7 +26,7 @@ export function configSummary(config: Readonly<Config>): Record<string, unknown>
     cacheMemoryMaxBytes: config.cache.memoryMaxBytes,
     keyDefaults: config.keys.defaults,
     passthroughPaths: config.passthrough.paths,
-    trustProxy: config.server.trustProxy,
+    trustedProxies: config.server.trustedProxies,
   };
 }
 
