@@ -4,6 +4,7 @@ import type { DB } from './db.js';
 import { entryOf, type CacheEntry, type NewEntry } from './cache-entry.js';
 import { HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
+import { purgeWhere, type PurgeFilter } from './cache-purge.js';
 import type { WriteGate } from './write-gate.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
@@ -243,14 +244,10 @@ export class CacheStore {
     return gone.length;
   }
 
-  purge(filter: { identity?: string; endpoint?: string; all?: boolean }): number {
-    let where: string;
-    let params: string[];
-    if (filter.all) [where, params] = ['', []];
-    else if (filter.identity && filter.endpoint) [where, params] = ['WHERE identity = ? AND endpoint = ?', [filter.identity, filter.endpoint]];
-    else if (filter.identity) [where, params] = ['WHERE identity = ?', [filter.identity]];
-    else if (filter.endpoint) [where, params] = ['WHERE endpoint = ?', [filter.endpoint]];
-    else return 0;
+  /** Every entry of `filter` in one transaction: for the CLI. The server purges in batches (cache-purge.ts). */
+  purge(filter: PurgeFilter): number {
+    const w = purgeWhere(filter);
+    if (!w) return 0;
     const n = this.db.transaction(() => {
       if (filter.all) {
         const n = this.db.prepare('DELETE FROM entries').run().changes;
@@ -260,19 +257,44 @@ export class CacheStore {
         this.counts.forgetRows();
         return n;
       }
-      const rows = this.db.prepare<string[], { rowid: number; size: number }>(`DELETE FROM entries ${where} RETURNING rowid, size`).all(...params);
-      let bytes = 0;
-      for (const r of rows) {
-        this.accessDeleteStmt.run(r.rowid);
-        this.counts.forget(r.rowid);
-        bytes += r.size;
-      }
-      this.addTotals(-bytes, -rows.length);
+      const rows = this.db.prepare<string[], { rowid: number; size: number }>(`DELETE FROM entries WHERE ${w.where} RETURNING rowid, size`).all(...w.params);
+      this.forgetDeleted(rows);
       return rows.length;
     }).immediate();
     // Purges are rare: forget every entry held rather than work out which were purged.
     this.hot.clear();
     return n;
+  }
+
+  /** The highest rowid stored: entries stored later have higher ones. */
+  lastRowid(): number {
+    return this.db.prepare<[], number>('SELECT COALESCE(MAX(rowid), 0) FROM entries').pluck().get()!;
+  }
+
+  /** One transaction deleting at most `limit` of `filter`'s entries with rowid ≤ `upTo`; returns how many. */
+  purgeBatch(filter: PurgeFilter, upTo: number, limit: number): number {
+    const w = purgeWhere(filter);
+    if (!w) return 0;
+    this.sync();
+    const sql = `DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries WHERE rowid <= ? ${w.where ? 'AND ' + w.where : ''} LIMIT ?) RETURNING rowid, key, size`;
+    const rows = this.db.transaction(() => {
+      const rows = this.db.prepare<unknown[], { rowid: number; key: string; size: number }>(sql).all(upTo, ...w.params, limit);
+      this.forgetDeleted(rows);
+      return rows;
+    }).immediate();
+    for (const r of rows) this.hot.forget(r.key);
+    return rows.length;
+  }
+
+  /** Inside the deleting transaction: their access rows, hit counts and totals go too. */
+  private forgetDeleted(rows: ReadonlyArray<{ rowid: number; size: number }>): void {
+    let bytes = 0;
+    for (const r of rows) {
+      this.accessDeleteStmt.run(r.rowid);
+      this.counts.forget(r.rowid);
+      bytes += r.size;
+    }
+    this.addTotals(-bytes, -rows.length);
   }
 
   totalBytes(): number {
