@@ -161,6 +161,11 @@ export class LedgerStore {
     return usageResult(from, to, await this.reader.read([RAW_FROM_DAY, usageStatement(from, to, by)]));
   }
 
+  /** Reports being read by the worker, not yet answered. */
+  reportsInFlight(): number {
+    return this.reader?.inFlight() ?? 0;
+  }
+
   /** The row, its charge and the end of its reservation: one transaction, then memory. */
   private writeSettled(row: LedgerRow): void {
     const scopes = [row.keyId, PROVIDER_SCOPE];

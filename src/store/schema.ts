@@ -98,7 +98,7 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (day, key_id, endpoint)
       ) STRICT, WITHOUT ROWID;
       INSERT INTO usage_daily
-        SELECT ts / 86400000, key_id, endpoint, COUNT(*), SUM(cache IN ('HIT', 'STALE')), SUM(credits), SUM(credits_saved), SUM(credits * unsettled)
+        SELECT ts / 86400000, key_id, endpoint, COUNT(*), SUM(cache IS 'HIT' OR cache IS 'STALE'), SUM(credits), SUM(credits_saved), SUM(credits * unsettled)
         FROM ledger GROUP BY 1, 2, 3;
       CREATE TABLE ledger_meta (
         name   TEXT PRIMARY KEY,

@@ -47,7 +47,7 @@ const GROUP_SQL: Record<UsageGroup, { id: string; name: string }> = {
   endpoint: { id: 'u.endpoint', name: 'u.endpoint' },
 };
 
-const RAW = `SELECT ts / ${DAY_MS}, key_id, endpoint, COUNT(*), SUM(cache IN ('HIT', 'STALE')), SUM(credits), SUM(credits_saved), SUM(credits * unsettled)
+const RAW = `SELECT ts / ${DAY_MS}, key_id, endpoint, COUNT(*), SUM(cache IS 'HIT' OR cache IS 'STALE'), SUM(credits), SUM(credits_saved), SUM(credits * unsettled)
     FROM ledger WHERE ts >= ? AND ts < ? GROUP BY 1, 2, 3`;
 
 /** The reading that decides whether a range can be answered exactly (see UsageRangePruned). */
