@@ -55,7 +55,7 @@ const rowArb = fc.record({
   // Rare, so that flushes of 50 rows and more (the multi-row INSERT) are common.
   flushAfter: fc.integer({ min: 0, max: 40 }).map((x) => x === 0),
 });
-type Gen = fc.infer<typeof rowArb>;
+type Gen = typeof rowArb extends fc.Arbitrary<infer T> ? T : never;
 
 const ledgerRow = (g: Gen): LedgerRow => ({
   requestId: `req_${g.n}`,
