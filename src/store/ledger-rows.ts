@@ -131,8 +131,4 @@ export class DailyRollup {
       this.upsertStmt.run(g.day, g.keyId, g.endpoint, g.requests, g.cacheHits, g.credits, g.creditsSaved, g.unsettledCredits);
     }
   }
-
-  addOne(row: LedgerRow): void {
-    this.add([row]);
-  }
 }

@@ -34,6 +34,9 @@ export interface LedgerOptions {
  *
  * A write that fails never fails the request: the provider's answer is served, the row is
  * kept and retried with backoff, its reservation still holding the budget meanwhile.
+ *
+ * Every transaction that inserts rows also adds them to the daily totals (DailyRollup), so
+ * reports stay exact after raw rows are pruned (LedgerRetention).
  */
 export class LedgerStore {
   private readonly insertStmt;
