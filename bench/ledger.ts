@@ -1,8 +1,8 @@
 /**
  * 7. Ledger: admin work must not stall requests. A gateway over a ledger of more than a
  * million rows and a cache of 120,000 entries serves a steady hit load while it answers
- * GET /admin/usage over the whole ledger, purges the 120,000 entries and runs a retention
- * pass; a probe measures how long the event loop stalled meanwhile.
+ * GET /admin/usage over the whole ledger and GET /admin/cache/stats, purges the 120,000
+ * entries and runs a retention pass; a probe measures how long the event loop stalled meanwhile.
  */
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
@@ -162,6 +162,14 @@ export async function ledgerBench(): Promise<Section> {
         });
         await sleep(500);
       }
+      progress('ledger: GET /admin/cache/stats');
+      await timed('GET /admin/cache/stats', `GET /admin/cache/stats (${fmt.int(CACHE_ENTRIES)} entries)`, async () => {
+        const res = await request(`${stack.gw.url}/admin/cache/stats`, { headers: admin });
+        const body = (await res.body.json()) as { entries: number };
+        if (res.statusCode !== 200 || body.entries < CACHE_ENTRIES) throw new Error(`cache stats answered ${res.statusCode}: ${JSON.stringify(body)}`);
+        return `${fmt.int(body.entries)} entries counted`;
+      });
+      await sleep(500);
       progress(`ledger: POST /admin/cache/purge of ${fmt.int(CACHE_ENTRIES)} entries`);
       await timed(`POST /admin/cache/purge {"endpoint":"profile"}`, `an admin purge of ${fmt.int(CACHE_ENTRIES)} entries`, async () => {
         const res = await request(`${stack.gw.url}/admin/cache/purge`, {

@@ -25,7 +25,7 @@ import type { UpstreamSettings } from './upstream/types.js';
 import { StorageUnavailable, WriteGate } from './store/write-gate.js';
 import { writeErrorLogger } from './gateway/costcontrol.js';
 import { LedgerRetention } from './store/ledger-retention.js';
-import { UsageReader } from './store/usage-worker.js';
+import { ReadWorker } from './store/read-worker.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -116,7 +116,8 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   );
   const keys = new KeyStore(db, clock);
   const usage = new UsageTracker(keys, 5_000, { gate, onWriteError: writeErrorLogger(logger) });
-  const reader = new UsageReader(db.name);
+  // Admin reports (usage, cache stats) are read by a worker thread, off the event loop.
+  const reader = new ReadWorker();
   const costs = createCostControl(db, config, { clock, keys, usage, logger, gate, reader });
   recoverReservations(costs, logger);
   const retention = new LedgerRetention(db, { retentionDays: config.ledger.retentionDays, gate });
@@ -135,7 +136,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const checkpointer = new Checkpointer([db.name, cacheDb.name], {
     onError: (err, file) => logger.error({ err, file }, 'WAL checkpoint failed'),
   });
-  const cache = new CacheStore(cacheDb, { memoryMaxBytes: config.cache.memoryMaxBytes, gate: cacheGate });
+  const cache = new CacheStore(cacheDb, { memoryMaxBytes: config.cache.memoryMaxBytes, gate: cacheGate, reader });
   const fetcher = new Fetcher(upstream, cache, clock, (err) => {
     if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');
   });

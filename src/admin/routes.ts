@@ -142,7 +142,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
 
       admin.get('/budget', async (_request, reply) => send(reply, 200, { provider: budgetsView(deps.accounting.providerStates(now())) }));
 
-      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, deps.cache.stats()));
+      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, await deps.cache.readStats()));
 
       admin.post('/cache/purge', async (request, reply) => {
         const b = bodyOf(request, new Set(['url', 'id', 'endpoint', 'all']));

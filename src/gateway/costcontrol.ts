@@ -6,7 +6,7 @@ import type { DB } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
 import { LedgerStore } from '../store/ledger.js';
 import { LimitStore } from '../store/limits.js';
-import type { UsageReader } from '../store/usage-worker.js';
+import type { ReadWorker } from '../store/read-worker.js';
 import { StorageUnavailable, type WriteGate } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission } from './admission.js';
@@ -33,7 +33,7 @@ export interface CostControlDeps {
   /** tollgate.db's write gate, shared with every other server writer of it. */
   gate: WriteGate;
   /** Runs usage reports off the event loop (LedgerStore.report). */
-  reader?: UsageReader;
+  reader?: ReadWorker;
 }
 
 export function createCostControl(db: DB, config: Readonly<Config>, deps: CostControlDeps): CostControl {

@@ -3,7 +3,7 @@ import { FlushTimer } from './flush-timer.js';
 import { PROVIDER_SCOPE, type BudgetStore } from './budgets.js';
 import { DailyRollup, fill, FLUSH_CHUNK, LEDGER_COLUMNS, params, type LedgerRow } from './ledger-rows.js';
 import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement, type UsageGroup, type UsageRow } from './usage-report.js';
-import type { UsageReader } from './usage-worker.js';
+import type { ReadWorker } from './read-worker.js';
 import type { WriteGate } from './write-gate.js';
 
 export { FLUSH_CHUNK, type LedgerRow } from './ledger-rows.js';
@@ -21,7 +21,7 @@ export interface LedgerOptions {
   /** A write failed; the rows are kept and retried (see FlushTimer). */
   onWriteError?: (err: Error) => void;
   /** Runs `report()`'s reads off the event loop; without one they run here, synchronously. */
-  reader?: UsageReader | null;
+  reader?: ReadWorker | null;
 }
 
 /**
@@ -43,7 +43,7 @@ export class LedgerStore {
   private readonly insertChunkStmt;
   private readonly unsettledStmt;
   private readonly rollup: DailyRollup;
-  private readonly reader: UsageReader | null;
+  private readonly reader: ReadWorker | null;
   /** Bind values of one full chunk, refilled for each: flushes run often enough to avoid the garbage. */
   private readonly chunkParams: unknown[] = new Array(FLUSH_CHUNK * LEDGER_COLUMNS.length);
   private pending: LedgerRow[] = [];
@@ -161,7 +161,7 @@ export class LedgerStore {
   async report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]> {
     if (!this.reader) return this.usage(from, to, by);
     this.flush();
-    return usageResult(from, to, await this.reader.read([RAW_FROM_DAY, usageStatement(from, to, by)]));
+    return usageResult(from, to, await this.reader.read(this.db.name, [RAW_FROM_DAY, usageStatement(from, to, by)]));
   }
 
   /** Reports being read by the worker, not yet answered. */

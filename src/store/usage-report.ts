@@ -1,5 +1,6 @@
 import type { DB } from './db.js';
 import { DAY_MS, dayOf } from './ledger-rows.js';
+import type { ReadStatement } from './read-worker.js';
 
 export type UsageGroup = 'key' | 'day' | 'endpoint';
 
@@ -12,13 +13,6 @@ export interface UsageRow {
   credits_saved: number;
   /** Part of `credits` charged at the reservation's estimate (see LedgerRow.unsettled). */
   unsettled_credits: number;
-}
-
-/** One read-only statement; `get` returns the first row's first column, `all` every row. */
-export interface ReadStatement {
-  readonly sql: string;
-  readonly params: readonly number[];
-  readonly mode: 'get' | 'all';
 }
 
 /**

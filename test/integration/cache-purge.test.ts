@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { purgeInBatches } from '../../src/store/cache-purge.js';
 import { CACHE_MIGRATIONS, CacheStore, type NewEntry } from '../../src/store/cache.js';
 import { openDatabase, type DB } from '../../src/store/db.js';
+import { ReadWorker } from '../../src/store/read-worker.js';
 
 let dir: string;
 let db: DB;
@@ -90,5 +91,24 @@ describe('purgeInBatches', () => {
     expect(await purgeInBatches(cache, {})).toBe(0);
     expect(await purgeInBatches(cache, { identity: 'org:none' })).toBe(0);
     expect(cache.entryCount()).toBe(N);
+  });
+});
+
+describe('cache stats read by the worker thread (GET /admin/cache/stats)', () => {
+  it('equal the stats read on the event loop, hits not yet flushed included; a failed read rejects, the next works', async () => {
+    const reader = new ReadWorker();
+    try {
+      const served = new CacheStore(db, { reader });
+      for (let i = 0; i < 300; i++) served.put(entry(i));
+      for (let i = 0; i < 40; i++) served.recordHit(served.get(entry(i).key)!, 2_000);
+      served.recordMiss();
+      const off = await served.readStats();
+      expect(off).toEqual(served.stats());
+      expect(off).toMatchObject({ entries: 300, hits: 40, misses: 1 });
+      await expect(reader.read(join(dir, 'missing.db'), [{ sql: 'SELECT 1', params: [], mode: 'get' }])).rejects.toThrow();
+      expect(await reader.read(db.name, [{ sql: 'SELECT COUNT(*) FROM entries', params: [], mode: 'get' }])).toEqual([300]);
+    } finally {
+      await reader.close();
+    }
   });
 });
