@@ -207,6 +207,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
         draining = true;
         clearInterval(maintenance);
         clearInterval(pruning);
+        retention.stop();
         await drainHttp(server, config.server.shutdownGraceMs, logger);
         await upstream.close({ abortInFlight: true });
         // Handlers of calls cut just now settle (and record) before the final flush.

@@ -27,6 +27,7 @@ export class LedgerRetention {
   private readonly updateStmt;
   private readonly deleteStmt;
   private running: Promise<number> | null = null;
+  private stopped = false;
 
   constructor(
     private readonly db: DB,
@@ -50,6 +51,11 @@ export class LedgerRetention {
     return this.running;
   }
 
+  /** A pass under way ends after its current batch (before the database closes). */
+  stop(): void {
+    this.stopped = true;
+  }
+
   private async pass(now: number): Promise<number> {
     const keepFrom = this.keepFromDay(now);
     if (keepFrom === null) return 0;
@@ -64,6 +70,7 @@ export class LedgerRetention {
       deleted += n;
       if (n < batch) return deleted;
       await new Promise((r) => setImmediate(r));
+      if (this.stopped) return deleted;
     }
   }
 
