@@ -1,10 +1,11 @@
 /**
- * `npm run bench [-- hit miss herd scale workload profile]`: measure Tollgate against its
+ * `npm run bench [-- hit miss herd scale workload profile ledger]`: measure Tollgate against its
  * ceilings (issue 6), write BENCHMARKS.md and print a summary. With no names, all run.
  * TOLLGATE_BENCH_TARGET=<dir> benchmarks another build (a directory holding dist/).
  */
 import { herdBench } from './herd.js';
 import { hitBench } from './hit.js';
+import { ledgerBench } from './ledger.js';
 import { progress } from './lib/log.js';
 import { ORDER, printSummary, writeReport, FILE, type BenchId, type Section } from './lib/report.js';
 import { missBench } from './miss.js';
@@ -19,6 +20,7 @@ const BENCHES: Record<BenchId, () => Promise<Section>> = {
   herd: herdBench,
   scale: scaleBench,
   workload: workloadBench,
+  ledger: ledgerBench,
 };
 
 const asked = process.argv.slice(2);

@@ -26,6 +26,8 @@ import { configSummary } from './obs/config-summary.js';
 import type { UpstreamSettings } from './upstream/types.js';
 import { StorageUnavailable, WriteGate } from './store/write-gate.js';
 import { writeErrorLogger } from './gateway/costcontrol.js';
+import { LedgerRetention } from './store/ledger-retention.js';
+import { ReadWorker } from './store/read-worker.js';
 
 export { openCacheDb } from './store/cache-file.js';
 
@@ -109,8 +111,13 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   );
   const keys = new KeyStore(db, clock);
   const usage = new UsageTracker(keys, 5_000, { gate, onWriteError: writeErrorLogger(logger) });
-  const costs = createCostControl(db, config, { clock, keys, usage, logger, gate });
+  // Admin reports (usage, cache stats) are read by a worker thread, off the event loop.
+  const reader = new ReadWorker();
+  const costs = createCostControl(db, config, { clock, keys, usage, logger, gate, reader });
   recoverReservations(costs, logger);
+  const retention = new LedgerRetention(db, { retentionDays: config.ledger.retentionDays, gate });
+  const pruning = setInterval(() => void pruneLedger(retention, clock, logger), config.ledger.pruneIntervalMs);
+  pruning.unref();
   const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
   const cacheDb = openServingCacheDb(config, settings.url, logger, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.cache });
@@ -124,7 +131,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const checkpointer = new Checkpointer([db.name, cacheDb.name], {
     onError: (err, file) => logger.error({ err, file }, 'WAL checkpoint failed'),
   });
-  const cache = new CacheStore(cacheDb, { memoryMaxBytes: config.cache.memoryMaxBytes, gate: cacheGate });
+  const cache = new CacheStore(cacheDb, { memoryMaxBytes: config.cache.memoryMaxBytes, gate: cacheGate, reader });
   const fetcher = new Fetcher(upstream, cache, clock, (err) => {
     if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');
   });
@@ -204,6 +211,8 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       closing ??= (async () => {
         draining = true;
         clearInterval(maintenance);
+        clearInterval(pruning);
+        retention.stop();
         await drainHttp(server, config.server.shutdownGraceMs, logger);
         await upstream.close({ abortInFlight: true });
         // Handlers of calls cut just now settle (and record) before the final flush.
@@ -215,6 +224,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
             logger.error({ err }, 'flush at shutdown failed');
           }
         }
+        await reader.close();
         await checkpointer.close();
         db.close();
         cacheDb.close();
@@ -238,5 +248,19 @@ function recoverReservations(costs: CostControl, logger: Logger): void {
     }
   } catch (err) {
     logger.error({ err }, 'could not charge the reservations of a previous process; retried at the next start');
+  }
+}
+
+/**
+ * One retention pass of the ledger (config ledger.retentionDays), logged. A failure is logged
+ * and left to the next pass: nothing is lost by pruning later.
+ */
+async function pruneLedger(retention: LedgerRetention, clock: Clock, logger: Logger): Promise<void> {
+  const t0 = performance.now();
+  try {
+    const deleted = await retention.prune(clock.now());
+    if (deleted > 0) logger.info({ deleted, ms: Math.round(performance.now() - t0) }, 'ledger rows past the retention deleted (their daily totals stay)');
+  } catch (err) {
+    if (!(err instanceof StorageUnavailable)) logger.error({ err }, 'ledger retention pass failed; retried at the next');
   }
 }

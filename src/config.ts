@@ -187,6 +187,14 @@ export const ConfigSchema = z.strictObject({
   upstream: UpstreamSchema.prefault({}),
   ...LimitsSchemas,
   cache: CacheSchema.prefault({}),
+  ledger: z
+    .strictObject({
+      /** Whole UTC days of raw ledger rows kept before today; older days keep only their daily totals. null = forever. */
+      retentionDays: z.number().int().min(1).max(36_500).nullable().default(90),
+      /** How often raw rows past the retention are deleted (the first pass one interval after start). */
+      pruneIntervalMs: ms.default(3_600_000),
+    })
+    .prefault({}),
   metrics: z
     .strictObject({
       /** Label credit and refusal series with key names; off for many keys or names that must not leave the host. */

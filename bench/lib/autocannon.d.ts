@@ -14,6 +14,8 @@ declare module 'autocannon' {
     pipelining?: number;
     duration?: number;
     amount?: number;
+    /** Requests per second over all connections (a steady load rather than a saturating one). */
+    overallRate?: number;
     timeout?: number;
     headers?: Record<string, string>;
     setupClient?: (client: Client) => void;

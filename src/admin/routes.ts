@@ -10,7 +10,8 @@ import { purgeFilter } from '../gateway/purge.js';
 import { sendFailure as sendAnswerFailure } from '../gateway/render.js';
 import type { CacheStore } from '../store/cache.js';
 import type { KeyStore } from '../store/keys.js';
-import type { LedgerStore } from '../store/ledger.js';
+import { purgeInBatches } from '../store/cache-purge.js';
+import { UsageRangePruned, type LedgerStore } from '../store/ledger.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { usageGroup, usageWindow } from './usage.js';
 import { isStorageError } from '../store/write-gate.js';
@@ -141,13 +142,16 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         if (!by) throw new Refusal(failure('INVALID_PARAMETER', `by: expected key, day or endpoint.`));
         const w = usageWindow(q.from, q.to, now());
         if (typeof w === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${w}.`));
-        const rows = deps.ledger.usage(w.from, w.to, by);
+        // Read by the ledger's worker thread: a report over a large ledger never stalls the gateway.
+        const rows = await deps.ledger.report(w.from, w.to, by).catch((err: unknown) => {
+          throw err instanceof UsageRangePruned ? new Refusal(failure('INVALID_PARAMETER', `${err.message}.`)) : err;
+        });
         return send(reply, 200, { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), by, rows });
       });
 
       admin.get('/budget', async (_request, reply) => send(reply, 200, { provider: budgetsView(deps.accounting.providerStates(now())) }));
 
-      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, deps.cache.stats()));
+      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, await deps.cache.readStats()));
 
       admin.post('/cache/purge', async (request, reply) => {
         const b = bodyOf(request, new Set(['url', 'id', 'endpoint', 'all']));
@@ -157,7 +161,8 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         if (b.all !== undefined && typeof b.all !== 'boolean') throw new Refusal(failure('INVALID_PARAMETER', 'all must be true or false.'));
         const filter = purgeFilter(b as { url?: string; id?: string; endpoint?: string; all?: boolean }, deps.config.network.domain);
         if (typeof filter === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${filter.replace(/--/g, '')}.`));
-        return send(reply, 200, { purged: deps.cache.purge(filter) });
+        // In bounded batches with the event loop's turn between them (cache-purge.ts).
+        return send(reply, 200, { purged: await purgeInBatches(deps.cache, filter) });
       });
     },
     { prefix: '/admin' },

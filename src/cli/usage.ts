@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { usageGroup, usageWindow } from '../admin/usage.js';
-import { queryUsage, type UsageGroup, type UsageRow } from '../store/ledger.js';
+import { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from '../store/ledger.js';
 import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
 
 function table(rows: UsageRow[], by: UsageGroup): string {
@@ -37,7 +37,13 @@ export function registerUsage(program: Command): void {
       if (typeof w === 'string') throw new CliError(`--${w}`);
       const db = openForCli(configFrom(this.optsWithGlobals<GlobalOpts>()), 'tollgate.db', 'read');
       try {
-        const rows = queryUsage(db, w.from, w.to, by);
+        let rows: UsageRow[];
+        try {
+          rows = queryUsage(db, w.from, w.to, by);
+        } catch (err) {
+          if (err instanceof UsageRangePruned) throw new CliError(`--${err.message}`);
+          throw err;
+        }
         if (o.json) return console.log(JSON.stringify(rows, null, 2));
         console.log(`Usage ${new Date(w.from).toISOString()} … ${new Date(w.to).toISOString()}`);
         console.log(rows.length === 0 ? 'No requests in this window.' : table(rows, by));

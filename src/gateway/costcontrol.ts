@@ -6,6 +6,7 @@ import type { DB } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
 import { LedgerStore } from '../store/ledger.js';
 import { LimitStore } from '../store/limits.js';
+import type { ReadWorker } from '../store/read-worker.js';
 import { StorageUnavailable, type WriteGate } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission } from './admission.js';
@@ -31,6 +32,8 @@ export interface CostControlDeps {
   logger: Logger;
   /** tollgate.db's write gate, shared with every other server writer of it. */
   gate: WriteGate;
+  /** Runs usage reports off the event loop (LedgerStore.report). */
+  reader?: ReadWorker;
 }
 
 export function createCostControl(db: DB, config: Readonly<Config>, deps: CostControlDeps): CostControl {
@@ -38,7 +41,7 @@ export function createCostControl(db: DB, config: Readonly<Config>, deps: CostCo
   const onWriteError = writeErrorLogger(deps.logger);
   const limits = new LimitStore(db, deps.clock, 1_000, { gate, onWriteError });
   const budgets = new BudgetStore(db, gate);
-  const ledger = new LedgerStore(db, budgets, { gate, onWriteError });
+  const ledger = new LedgerStore(db, budgets, { gate, onWriteError, reader: deps.reader ?? null });
   const { day, month } = config.upstream.budget;
   const providerBudgets: Budget[] = [];
   if (day !== null) providerBudgets.push({ limit: day, period: 'day' });

@@ -4,10 +4,14 @@ import type { DB } from './db.js';
 import { entryOf, type CacheEntry, type NewEntry } from './cache-entry.js';
 import { HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
+import { purgeWhere, type PurgeFilter } from './cache-purge.js';
+import { STATS_SQL, statsOf, type CacheStats, type Counter, type EndpointTotals } from './cache-stats.js';
+import type { ReadWorker } from './read-worker.js';
 import type { WriteGate } from './write-gate.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
 export type { CacheEntry, NewEntry } from './cache-entry.js';
+export type { CacheStats } from './cache-stats.js';
 export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
 
 /** The answers the cache stores: data, and the provider's 404 and 513 for the negative cache. */
@@ -29,15 +33,6 @@ type RawRow = [
   size: number,
 ];
 
-export interface CacheStats {
-  entries: number;
-  bytes: number;
-  hits: number;
-  misses: number;
-  hitRatio: number | null;
-  byEndpoint: Record<string, { entries: number; bytes: number }>;
-}
-
 const EVICT_BATCH = 500;
 
 /**
@@ -55,6 +50,8 @@ export interface CacheStoreOptions {
   memoryMaxBytes?: number;
   /** The server's: after a failed write, puts are skipped (not stored) until it recovers. */
   gate?: WriteGate;
+  /** Runs readStats()'s reads off the event loop (the server's). */
+  reader?: ReadWorker;
 }
 
 export class CacheStore {
@@ -78,6 +75,7 @@ export class CacheStore {
   /** Recently read or written entries: dropped whole when another connection commits to the file. */
   private readonly hot: HotEntries;
   private readonly gate: WriteGate | null;
+  private readonly reader: ReadWorker | null;
 
   constructor(
     private readonly db: DB,
@@ -85,6 +83,7 @@ export class CacheStore {
   ) {
     this.hot = new HotEntries(opts.memoryMaxBytes ?? DEFAULT_MEMORY_MAX_BYTES);
     this.gate = opts.gate ?? null;
+    this.reader = opts.reader ?? null;
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.getStmt = db
       .prepare<[string], RawRow>(
@@ -243,14 +242,10 @@ export class CacheStore {
     return gone.length;
   }
 
-  purge(filter: { identity?: string; endpoint?: string; all?: boolean }): number {
-    let where: string;
-    let params: string[];
-    if (filter.all) [where, params] = ['', []];
-    else if (filter.identity && filter.endpoint) [where, params] = ['WHERE identity = ? AND endpoint = ?', [filter.identity, filter.endpoint]];
-    else if (filter.identity) [where, params] = ['WHERE identity = ?', [filter.identity]];
-    else if (filter.endpoint) [where, params] = ['WHERE endpoint = ?', [filter.endpoint]];
-    else return 0;
+  /** Every entry of `filter` in one transaction: for the CLI. The server purges in batches (cache-purge.ts). */
+  purge(filter: PurgeFilter): number {
+    const w = purgeWhere(filter);
+    if (!w) return 0;
     const n = this.db.transaction(() => {
       if (filter.all) {
         const n = this.db.prepare('DELETE FROM entries').run().changes;
@@ -260,19 +255,44 @@ export class CacheStore {
         this.counts.forgetRows();
         return n;
       }
-      const rows = this.db.prepare<string[], { rowid: number; size: number }>(`DELETE FROM entries ${where} RETURNING rowid, size`).all(...params);
-      let bytes = 0;
-      for (const r of rows) {
-        this.accessDeleteStmt.run(r.rowid);
-        this.counts.forget(r.rowid);
-        bytes += r.size;
-      }
-      this.addTotals(-bytes, -rows.length);
+      const rows = this.db.prepare<string[], { rowid: number; size: number }>(`DELETE FROM entries WHERE ${w.where} RETURNING rowid, size`).all(...w.params);
+      this.forgetDeleted(rows);
       return rows.length;
     }).immediate();
     // Purges are rare: forget every entry held rather than work out which were purged.
     this.hot.clear();
     return n;
+  }
+
+  /** The highest rowid stored: entries stored later have higher ones. */
+  lastRowid(): number {
+    return this.db.prepare<[], number>('SELECT COALESCE(MAX(rowid), 0) FROM entries').pluck().get()!;
+  }
+
+  /** One transaction deleting at most `limit` of `filter`'s entries with rowid ≤ `upTo`; returns how many. */
+  purgeBatch(filter: PurgeFilter, upTo: number, limit: number): number {
+    const w = purgeWhere(filter);
+    if (!w) return 0;
+    this.sync();
+    const sql = `DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries WHERE rowid <= ? ${w.where ? 'AND ' + w.where : ''} LIMIT ?) RETURNING rowid, key, size`;
+    const rows = this.db.transaction(() => {
+      const rows = this.db.prepare<unknown[], { rowid: number; key: string; size: number }>(sql).all(upTo, ...w.params, limit);
+      this.forgetDeleted(rows);
+      return rows;
+    }).immediate();
+    for (const r of rows) this.hot.forget(r.key);
+    return rows.length;
+  }
+
+  /** Inside the deleting transaction: their access rows, hit counts and totals go too. */
+  private forgetDeleted(rows: ReadonlyArray<{ rowid: number; size: number }>): void {
+    let bytes = 0;
+    for (const r of rows) {
+      this.accessDeleteStmt.run(r.rowid);
+      this.counts.forget(r.rowid);
+      bytes += r.size;
+    }
+    this.addTotals(-bytes, -rows.length);
   }
 
   totalBytes(): number {
@@ -297,22 +317,15 @@ export class CacheStore {
 
   stats(): CacheStats {
     this.flush();
-    const rows = this.db
-      .prepare<[], { endpoint: string; n: number; b: number }>('SELECT endpoint, COUNT(*) AS n, COALESCE(SUM(size), 0) AS b FROM entries GROUP BY endpoint')
-      .all();
-    const c = Object.fromEntries(
-      this.db.prepare<[], { name: string; value: number }>('SELECT name, value FROM counters').all().map((r) => [r.name, r.value]),
-    );
-    const hits = c.hits ?? 0;
-    const misses = c.misses ?? 0;
-    return {
-      entries: rows.reduce((a, r) => a + r.n, 0),
-      bytes: rows.reduce((a, r) => a + r.b, 0),
-      hits,
-      misses,
-      hitRatio: hits + misses > 0 ? hits / (hits + misses) : null,
-      byEndpoint: Object.fromEntries(rows.map((r) => [r.endpoint, { entries: r.n, bytes: r.b }])),
-    };
+    return statsOf(this.db.prepare<[], EndpointTotals>(STATS_SQL[0].sql).all(), this.db.prepare<[], Counter>(STATS_SQL[1].sql).all());
+  }
+
+  /** As stats(), read by the worker when there is one: counting a large cache never blocks the server. */
+  async readStats(): Promise<CacheStats> {
+    if (!this.reader) return this.stats();
+    this.flush();
+    const [byEndpoint, counters] = await this.reader.read(this.db.name, STATS_SQL);
+    return statsOf(byEndpoint as EndpointTotals[], counters as Counter[]);
   }
 
   /**

@@ -1,99 +1,13 @@
 import type { DB } from './db.js';
 import { FlushTimer } from './flush-timer.js';
 import { PROVIDER_SCOPE, type BudgetStore } from './budgets.js';
+import { DailyRollup, fill, FLUSH_CHUNK, LEDGER_COLUMNS, params, type LedgerRow } from './ledger-rows.js';
+import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement, type UsageGroup, type UsageRow } from './usage-report.js';
+import type { ReadWorker } from './read-worker.js';
 import type { WriteGate } from './write-gate.js';
 
-/** One answered request of an authenticated key (DESIGN §6). */
-export interface LedgerRow {
-  readonly requestId: string;
-  readonly ts: number;
-  readonly keyId: string;
-  /** `profile`, `profile_posts`, `company`, `company_posts` or `passthrough`. */
-  readonly endpoint: string;
-  /** Canonical identity; the path for pass-through; null when refused before parsing. */
-  readonly identity: string | null;
-  /** HIT, MISS, REFRESH, STALE, BYPASS; null when the cache was not consulted. */
-  readonly cache: string | null;
-  readonly status: number;
-  readonly code: string | null;
-  /** Credits the shared provider key paid for this request. */
-  readonly credits: number;
-  /** Credits a local answer saved (what the stored fetch cost). */
-  readonly creditsSaved: number;
-  readonly upstreamMs: number | null;
-  readonly totalMs: number | null;
-  readonly upstreamRequestId: string | null;
-  /**
-   * The charge is the reservation's estimate, not a figure the provider reported: the call's
-   * answer never came (deadline, crash) but the provider may have billed it.
-   */
-  readonly unsettled?: boolean;
-}
-
-export type UsageGroup = 'key' | 'day' | 'endpoint';
-
-export interface UsageRow {
-  id: string;
-  name: string;
-  requests: number;
-  cache_hits: number;
-  credits: number;
-  credits_saved: number;
-  /** Part of `credits` charged at the reservation's estimate (see LedgerRow.unsettled). */
-  unsettled_credits: number;
-}
-
-const GROUP_SQL: Record<UsageGroup, { id: string; name: string }> = {
-  key: { id: 'l.key_id', name: 'COALESCE(k.name, l.key_id)' },
-  day: { id: "strftime('%Y-%m-%d', l.ts / 1000, 'unixepoch')", name: "strftime('%Y-%m-%d', l.ts / 1000, 'unixepoch')" },
-  endpoint: { id: 'l.endpoint', name: 'l.endpoint' },
-};
-
-/** Column order of every ledger INSERT; `fill` must write the values in this order. */
-const LEDGER_COLUMNS = [
-  'request_id',
-  'ts',
-  'key_id',
-  'endpoint',
-  'identity',
-  'cache',
-  'status',
-  'code',
-  'credits',
-  'credits_saved',
-  'upstream_ms',
-  'total_ms',
-  'upstream_request_id',
-  'unsettled',
-] as const;
-
-/** Rows per multi-row INSERT in a flush (14 parameters each, far below SQLite's 32,766 limit). */
-export const FLUSH_CHUNK = 50;
-
-/** Write `r`'s values into `buf` from `k` in LEDGER_COLUMNS order; returns the next index. */
-function fill(buf: unknown[], k: number, r: LedgerRow): number {
-  buf[k++] = r.requestId;
-  buf[k++] = r.ts;
-  buf[k++] = r.keyId;
-  buf[k++] = r.endpoint;
-  buf[k++] = r.identity;
-  buf[k++] = r.cache;
-  buf[k++] = r.status;
-  buf[k++] = r.code;
-  buf[k++] = r.credits;
-  buf[k++] = r.creditsSaved;
-  buf[k++] = r.upstreamMs;
-  buf[k++] = r.totalMs;
-  buf[k++] = r.upstreamRequestId;
-  buf[k++] = r.unsettled ? 1 : 0;
-  return k;
-}
-
-function params(r: LedgerRow): unknown[] {
-  const buf = new Array<unknown>(LEDGER_COLUMNS.length);
-  fill(buf, 0, r);
-  return buf;
-}
+export { FLUSH_CHUNK, type LedgerRow } from './ledger-rows.js';
+export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
 
 /** Zero-credit rows kept while tollgate.db cannot be written; beyond it the oldest are dropped. */
 export const MAX_PENDING_ROWS = 100_000;
@@ -106,6 +20,8 @@ export interface LedgerOptions {
   gate?: WriteGate | null;
   /** A write failed; the rows are kept and retried (see FlushTimer). */
   onWriteError?: (err: Error) => void;
+  /** Runs `report()`'s reads off the event loop; without one they run here, synchronously. */
+  reader?: ReadWorker | null;
 }
 
 /**
@@ -118,11 +34,16 @@ export interface LedgerOptions {
  *
  * A write that fails never fails the request: the provider's answer is served, the row is
  * kept and retried with backoff, its reservation still holding the budget meanwhile.
+ *
+ * Every transaction that inserts rows also adds them to the daily totals (DailyRollup), so
+ * reports stay exact after raw rows are pruned (LedgerRetention).
  */
 export class LedgerStore {
   private readonly insertStmt;
   private readonly insertChunkStmt;
   private readonly unsettledStmt;
+  private readonly rollup: DailyRollup;
+  private readonly reader: ReadWorker | null;
   /** Bind values of one full chunk, refilled for each: flushes run often enough to avoid the garbage. */
   private readonly chunkParams: unknown[] = new Array(FLUSH_CHUNK * LEDGER_COLUMNS.length);
   private pending: LedgerRow[] = [];
@@ -140,6 +61,8 @@ export class LedgerStore {
   ) {
     this.batchMax = opts.batchMax ?? 500;
     this.gate = opts.gate ?? null;
+    this.reader = opts.reader ?? null;
+    this.rollup = new DailyRollup(db);
     this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.flush(), opts.onWriteError);
     // OR IGNORE on the request id: a request is charged once, whatever retries a bug might make.
     // Positional parameters: binding by name looks up every column's property by name, which
@@ -151,7 +74,8 @@ export class LedgerStore {
     // per chunk instead of per row. With positional binding this halved a flushed row's cost
     // (~4.0 → ~2.1 µs; the rest is SQLite's table and index inserts); 25–50 rows measured
     // best, 100 worse. OR IGNORE still applies row by row: a duplicate skips only itself.
-    this.insertChunkStmt = db.prepare(insert + Array<string>(FLUSH_CHUNK).fill(tuple).join(', '));
+    // RETURNING names the rows actually inserted, for the daily rollup (a duplicate is skipped).
+    this.insertChunkStmt = db.prepare(insert + Array<string>(FLUSH_CHUNK).fill(tuple).join(', ') + ' RETURNING request_id').pluck();
     this.unsettledStmt = db.prepare<[], { request_id: string; ts: number; key_id: string; endpoint: string; identity: string | null; estimate: number }>(
       'SELECT request_id, ts, key_id, endpoint, identity, estimate FROM reservations ORDER BY ts',
     );
@@ -227,10 +151,22 @@ export class LedgerStore {
     return { requests: rows.length, credits };
   }
 
-  /** Usage including rows not yet flushed. */
+  /** Usage including rows not yet flushed; throws UsageRangePruned (see usage-report.ts). */
   usage(from: number, to: number, by: UsageGroup): UsageRow[] {
     this.flush();
     return queryUsage(this.db, from, to, by);
+  }
+
+  /** As usage(), read by the worker when there is one: the server's reports never block it. */
+  async report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]> {
+    if (!this.reader) return this.usage(from, to, by);
+    this.flush();
+    return usageResult(from, to, await this.reader.read(this.db.name, [RAW_FROM_DAY, usageStatement(from, to, by)]));
+  }
+
+  /** Reports being read by the worker, not yet answered. */
+  reportsInFlight(): number {
+    return this.reader?.inFlight() ?? 0;
   }
 
   /** The row, its charge and the end of its reservation: one transaction, then memory. */
@@ -240,6 +176,7 @@ export class LedgerStore {
       this.db
         .transaction(() => {
           const n = this.insertStmt.run(params(row)).changes;
+          if (n > 0) this.rollup.add([row]);
           if (n > 0 && row.credits > 0) this.budgets.writeCharge(scopes, row.credits, row.ts);
           this.budgets.deleteReservation(row.requestId);
           return n > 0;
@@ -254,13 +191,17 @@ export class LedgerStore {
     this.db
       .transaction(() => {
         const buf = this.chunkParams;
+        const inserted: LedgerRow[] = [];
         let i = 0;
         for (; i + FLUSH_CHUNK <= rows.length; i += FLUSH_CHUNK) {
           let k = 0;
           for (let j = i; j < i + FLUSH_CHUNK; j++) k = fill(buf, k, rows[j]!);
-          this.insertChunkStmt.run(buf);
+          const ids = this.insertChunkStmt.all(buf) as string[];
+          if (ids.length === FLUSH_CHUNK) for (let j = i; j < i + FLUSH_CHUNK; j++) inserted.push(rows[j]!);
+          else inserted.push(...firstOfEach(rows.slice(i, i + FLUSH_CHUNK), new Set(ids)));
         }
-        for (; i < rows.length; i++) this.insertStmt.run(params(rows[i]!));
+        for (; i < rows.length; i++) if (this.insertStmt.run(params(rows[i]!)).changes > 0) inserted.push(rows[i]!);
+        this.rollup.add(inserted);
       })
       .immediate();
   }
@@ -286,16 +227,7 @@ export class LedgerStore {
   }
 }
 
-/** Totals per key, UTC day or endpoint for `from` ≤ ts < `to`; read-only, for the CLI too. */
-export function queryUsage(db: DB, from: number, to: number, by: UsageGroup): UsageRow[] {
-  const sql = GROUP_SQL[by];
-  return db
-    .prepare<[number, number], UsageRow>(
-      `SELECT ${sql.id} AS id, ${sql.name} AS name, COUNT(*) AS requests,
-         COALESCE(SUM(l.cache IN ('HIT', 'STALE')), 0) AS cache_hits, SUM(l.credits) AS credits, SUM(l.credits_saved) AS credits_saved,
-         SUM(l.credits * l.unsettled) AS unsettled_credits
-       FROM ledger l LEFT JOIN api_keys k ON k.id = l.key_id
-       WHERE l.ts >= ? AND l.ts < ? GROUP BY 1 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`,
-    )
-    .all(from, to);
+/** The rows of a chunk that were inserted: within a chunk, the first row with a returned id. */
+function firstOfEach(chunk: LedgerRow[], ids: Set<string>): LedgerRow[] {
+  return chunk.filter((r) => ids.delete(r.requestId));
 }

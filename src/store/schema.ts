@@ -80,4 +80,31 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ledger ADD COLUMN unsettled INTEGER NOT NULL DEFAULT 0;
     `);
   },
+  // Daily rollups, so usage reports stay exact after raw ledger rows are pruned (README "Usage
+  // ledger"). `day` is the UTC day as days since the epoch (ts / 86400000). The rollup is kept in
+  // the transactions that insert ledger rows; here it starts from every row already held.
+  // ledger_meta.raw_from_day: the first UTC day whose raw rows are all still held (0: none pruned).
+  (db) => {
+    db.exec(`
+      CREATE TABLE usage_daily (
+        day               INTEGER NOT NULL,
+        key_id            TEXT NOT NULL,
+        endpoint          TEXT NOT NULL,
+        requests          INTEGER NOT NULL,
+        cache_hits        INTEGER NOT NULL,
+        credits           INTEGER NOT NULL,
+        credits_saved     INTEGER NOT NULL,
+        unsettled_credits INTEGER NOT NULL,
+        PRIMARY KEY (day, key_id, endpoint)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO usage_daily
+        SELECT ts / 86400000, key_id, endpoint, COUNT(*), SUM(cache IS 'HIT' OR cache IS 'STALE'), SUM(credits), SUM(credits_saved), SUM(credits * unsettled)
+        FROM ledger GROUP BY 1, 2, 3;
+      CREATE TABLE ledger_meta (
+        name   TEXT PRIMARY KEY,
+        value  INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO ledger_meta (name, value) VALUES ('raw_from_day', 0);
+    `);
+  },
 ];

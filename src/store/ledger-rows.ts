@@ -1,0 +1,134 @@
+import type { DB } from './db.js';
+
+/** One answered request of an authenticated key (DESIGN §6). */
+export interface LedgerRow {
+  readonly requestId: string;
+  readonly ts: number;
+  readonly keyId: string;
+  /** `profile`, `profile_posts`, `company`, `company_posts` or `passthrough`. */
+  readonly endpoint: string;
+  /** Canonical identity; the path for pass-through; null when refused before parsing. */
+  readonly identity: string | null;
+  /** HIT, MISS, REFRESH, STALE, BYPASS; null when the cache was not consulted. */
+  readonly cache: string | null;
+  readonly status: number;
+  readonly code: string | null;
+  /** Credits the shared provider key paid for this request. */
+  readonly credits: number;
+  /** Credits a local answer saved (what the stored fetch cost). */
+  readonly creditsSaved: number;
+  readonly upstreamMs: number | null;
+  readonly totalMs: number | null;
+  readonly upstreamRequestId: string | null;
+  /**
+   * The charge is the reservation's estimate, not a figure the provider reported: the call's
+   * answer never came (deadline, crash) but the provider may have billed it.
+   */
+  readonly unsettled?: boolean;
+}
+
+export const DAY_MS = 86_400_000;
+
+/** The UTC day of `ts` as days since the epoch: the rollup's `day`, SQL's `ts / 86400000`. */
+export const dayOf = (ts: number): number => Math.floor(ts / DAY_MS);
+
+/** Column order of every ledger INSERT; `fill` must write the values in this order. */
+export const LEDGER_COLUMNS = [
+  'request_id',
+  'ts',
+  'key_id',
+  'endpoint',
+  'identity',
+  'cache',
+  'status',
+  'code',
+  'credits',
+  'credits_saved',
+  'upstream_ms',
+  'total_ms',
+  'upstream_request_id',
+  'unsettled',
+] as const;
+
+/** Rows per multi-row INSERT in a flush (14 parameters each, far below SQLite's 32,766 limit). */
+export const FLUSH_CHUNK = 50;
+
+/** Write `r`'s values into `buf` from `k` in LEDGER_COLUMNS order; returns the next index. */
+export function fill(buf: unknown[], k: number, r: LedgerRow): number {
+  buf[k++] = r.requestId;
+  buf[k++] = r.ts;
+  buf[k++] = r.keyId;
+  buf[k++] = r.endpoint;
+  buf[k++] = r.identity;
+  buf[k++] = r.cache;
+  buf[k++] = r.status;
+  buf[k++] = r.code;
+  buf[k++] = r.credits;
+  buf[k++] = r.creditsSaved;
+  buf[k++] = r.upstreamMs;
+  buf[k++] = r.totalMs;
+  buf[k++] = r.upstreamRequestId;
+  buf[k++] = r.unsettled ? 1 : 0;
+  return k;
+}
+
+export function params(r: LedgerRow): unknown[] {
+  const buf = new Array<unknown>(LEDGER_COLUMNS.length);
+  fill(buf, 0, r);
+  return buf;
+}
+
+/** What a row adds to its (day, key, endpoint) group of `usage_daily`; mirrors the report's sums. */
+const isHit = (cache: string | null) => cache === 'HIT' || cache === 'STALE';
+
+interface DailyGroup {
+  day: number;
+  keyId: string;
+  endpoint: string;
+  requests: number;
+  cacheHits: number;
+  credits: number;
+  creditsSaved: number;
+  unsettledCredits: number;
+}
+
+/**
+ * The daily rollup's writer. Called inside the transaction that inserted the rows, with only
+ * the rows actually inserted (INSERT OR IGNORE skips a request id already held): the rollup
+ * then always equals a GROUP BY over every ledger row ever written, pruned or not.
+ */
+export class DailyRollup {
+  private readonly upsertStmt;
+
+  constructor(db: DB) {
+    this.upsertStmt = db.prepare<[number, string, string, number, number, number, number, number]>(
+      `INSERT INTO usage_daily (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (day, key_id, endpoint) DO UPDATE SET requests = requests + excluded.requests,
+         cache_hits = cache_hits + excluded.cache_hits, credits = credits + excluded.credits,
+         credits_saved = credits_saved + excluded.credits_saved, unsettled_credits = unsettled_credits + excluded.unsettled_credits`,
+    );
+  }
+
+  /** Add `rows` (inserted just now, in the caller's transaction): one upsert per group. */
+  add(rows: Iterable<LedgerRow>): void {
+    const groups = new Map<string, DailyGroup>();
+    for (const r of rows) {
+      const day = dayOf(r.ts);
+      const k = `${day}\u0000${r.keyId}\u0000${r.endpoint}`;
+      let g = groups.get(k);
+      if (!g) {
+        g = { day, keyId: r.keyId, endpoint: r.endpoint, requests: 0, cacheHits: 0, credits: 0, creditsSaved: 0, unsettledCredits: 0 };
+        groups.set(k, g);
+      }
+      g.requests++;
+      if (isHit(r.cache)) g.cacheHits++;
+      g.credits += r.credits;
+      g.creditsSaved += r.creditsSaved;
+      if (r.unsettled) g.unsettledCredits += r.credits;
+    }
+    for (const g of groups.values()) {
+      this.upsertStmt.run(g.day, g.keyId, g.endpoint, g.requests, g.cacheHits, g.credits, g.creditsSaved, g.unsettledCredits);
+    }
+  }
+}
