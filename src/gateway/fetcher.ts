@@ -67,7 +67,8 @@ export class Fetcher {
     const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now };
     if (outcome.ok) {
       const { cached, credits_used: _c, ...rest } = outcome.meta;
-      const dataText = JSON.stringify(outcome.data);
+      // The provider's own text: parsing and serializing again would round integers beyond 2^53.
+      const dataText = outcome.dataText ?? JSON.stringify(outcome.data);
       const metaText = JSON.stringify(rest);
       const credits = creditsOf(outcome.meta);
       const stored = this.store({

@@ -200,7 +200,9 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
         if (f) return done(errorAnswer(f.failure, requestId, headers), true);
         if (text === null) return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
         trace.creditsUsed = creditsReported(text);
-        done({ status, headers, body: ownEnvelope(scrubText(text, apiKey!), requestId) }, true);
+        // Sent as the provider wrote it: the request id is swapped as text by the caller (withRequestId),
+        // never by parsing and serializing, which would round integers beyond 2^53.
+        done({ status, headers, body: scrubText(text, apiKey!) }, true);
       },
       (err: unknown) => {
         const f = admitted.settle(errorResult(err, admitted.signal, status, upstreamId));
@@ -226,17 +228,6 @@ function readCapped(res: IncomingMessage, max: number): Promise<string | null> {
     res.on('error', reject);
     res.on('close', () => reject(Object.assign(new Error('response closed'), { code: 'ECONNRESET' })));
   });
-}
-
-/** A JSON envelope carries our request id (the provider's is in X-Upstream-Request-Id). */
-function ownEnvelope(text: string, requestId: string): string {
-  try {
-    const body: unknown = JSON.parse(text);
-    if (body && typeof body === 'object' && !Array.isArray(body) && 'request_id' in body) return JSON.stringify({ ...body, request_id: requestId });
-  } catch {
-    /* not JSON after all: sent as it came */
-  }
-  return text;
 }
 
 /** `meta.credits_used` of a JSON answer; 0 when absent or not a count. */

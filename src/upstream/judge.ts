@@ -66,6 +66,7 @@ export function judgeAttempt(state: CallState, raw: AttemptResult, apiKey: strin
         ok: true,
         status: raw.status,
         data: c.data,
+        dataText: c.dataText,
         meta: c.meta,
         upstreamRequestId: state.upstreamRequestId,
         ms: now - state.started,

@@ -1,4 +1,5 @@
 import { ERROR_CODES, failure, type Failure, type RegistryCode } from '../api/errors.js';
+import { topLevelMembers } from './json-members.js';
 import type { ProviderMeta, UpstreamFailureKind } from './types.js';
 
 /**
@@ -7,7 +8,13 @@ import type { ProviderMeta, UpstreamFailureKind } from './types.js';
  */
 
 export type Classified =
-  | { readonly ok: true; readonly data: Record<string, unknown>; readonly meta: ProviderMeta }
+  | {
+      readonly ok: true;
+      readonly data: Record<string, unknown>;
+      /** `data` exactly as the provider wrote it (see json-members.ts): large integers intact. */
+      readonly dataText: string;
+      readonly meta: ProviderMeta;
+    }
   | {
       readonly ok: false;
       readonly kind: UpstreamFailureKind;
@@ -119,7 +126,7 @@ function checkEnvelope(a: ProviderAnswer): Classified {
   if (!isObject(parsed)) return invalid('body is not a JSON object');
   const { data, meta } = parsed;
   if (!isObject(data) || !isObject(meta)) return invalid('missing data or meta object');
-  return { ok: true, data, meta: meta as ProviderMeta };
+  return { ok: true, data, dataText: topLevelMembers(a.body).get('data')!, meta: meta as ProviderMeta };
 }
 
 function invalid(why: string): Classified {

@@ -67,6 +67,8 @@ export interface UpstreamSuccess {
   readonly status: number;
   /** The provider's `data`, parsed. */
   readonly data: unknown;
+  /** The provider's `data` as it wrote it: what is stored and answered (never re-serialized). */
+  readonly dataText?: string;
   readonly meta: ProviderMeta;
   readonly upstreamRequestId: string | undefined;
   /** Wall time of the whole logical call, queueing and retries included. */
