@@ -6,14 +6,25 @@
  * refused rather than interpreted: a path is allowed only if every reading of it is itself.
  */
 
+import { ENDPOINTS } from '../api/endpoints.js';
+
 /** Literal characters allowed in a segment: RFC 3986 pchar without `;` and without `%`. */
 const LITERAL = /^[A-Za-z0-9._~!$&'()*+,=:@-]$/;
 /** Percent-encodings allowed: bytes of non-ASCII UTF-8 only. An ASCII character has no reason to be encoded. */
 const ENCODED_BYTE = /^%[89A-Fa-f][0-9A-Fa-f]$/;
 
+/**
+ * The lookup endpoints, as a provider's router may match them: case folded, trailing slashes
+ * dropped. Their spellings that miss the exact lookup route (`/v1/profile/`, `/V1/Profile`)
+ * must not reach the provider through pass-through: that would skip the key's endpoint and
+ * strategy scopes, the cache and the lookup's credit estimate.
+ */
+const LOOKUP_PATHS = new Set(ENDPOINTS.map((d) => d.path.toLowerCase()));
+
 /** Whether `path` is one of the configured pass-through paths (a trailing `*` is a prefix). */
 export function passthroughAllowed(path: string, patterns: readonly string[]): boolean {
   if (!unambiguous(path)) return false;
+  if (LOOKUP_PATHS.has(path.toLowerCase().replace(/\/+$/, ''))) return false;
   return patterns.some((p) => (p.endsWith('*') ? path.startsWith(p.slice(0, -1)) : path === p));
 }
 

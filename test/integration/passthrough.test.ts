@@ -150,3 +150,19 @@ describe('pass-through credits', () => {
     expect(h.host).toMatch(/^127\.0\.0\.1:\d+$/);
   });
 });
+
+describe('pass-through of /v1/*', () => {
+  it('never reaches a lookup endpoint by another spelling: no provider call, no scope or cache skipped', async () => {
+    const p = await startStack({ config: { passthrough: { paths: ['/v1/*'] } } });
+    try {
+      for (const path of ['/v1/profile/', '/V1/Profile', '/v1/company/posts/']) {
+        const r = await p.get(`${path}?url=${encodeURIComponent('https://www.linkedin.com/in/x')}&strategy=fetch`);
+        expect(r.status, path).toBe(404);
+        expect(r.json.error.code).toBe('ROUTE_NOT_FOUND');
+      }
+      expect(p.sim.callCount()).toBe(0);
+    } finally {
+      await p.close();
+    }
+  });
+});

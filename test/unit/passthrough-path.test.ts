@@ -113,3 +113,14 @@ describe('property: no allowed path escapes the allowed prefix under any reading
     );
   });
 });
+
+describe('the lookup endpoints are never pass-through, however spelled', () => {
+  it.each(['/v1/profile/', '/v1/profile//', '/V1/Profile', '/v1/COMPANY/', '/v1/company/posts/', '/v1/Profile/Posts'])('%s is refused under /v1/*', (path) => {
+    expect(passthroughAllowed(path, ['/v1/*'])).toBe(false);
+  });
+
+  it('other paths under /v1/* still pass', () => {
+    expect(passthroughAllowed('/v1/credits', ['/v1/*'])).toBe(true);
+    expect(passthroughAllowed('/v1/profile/other', ['/v1/*'])).toBe(true);
+  });
+});
