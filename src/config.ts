@@ -156,7 +156,7 @@ const LimitsSchemas = {
           company: nonNeg.default(3),
           profile_posts: nonNeg.default(2),
           company_posts: nonNeg.default(2),
-          passthrough: nonNeg.default(0),
+          passthrough: nonNeg.default(1),
         })
         .prefault({}),
     })

@@ -29,8 +29,13 @@ export class Accounting {
     private readonly opts: AccountingOptions,
   ) {}
 
+  /**
+   * At least 1: a call in flight must hold headroom of its own. With pass-through's estimate
+   * of 0, any number of concurrent calls were admitted against the same last credit, and the
+   * budgets overshot by whatever they all cost.
+   */
   estimate(endpoint: string): number {
-    return this.opts.estimates[endpoint] ?? 0;
+    return Math.max(1, this.opts.estimates[endpoint] ?? 0);
   }
 
   /**

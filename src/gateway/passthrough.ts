@@ -75,10 +75,12 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
   });
 
   /** A call the provider may have billed without our learning the charge: its estimate, unsettled (as for lookups). */
-  const chargeIfBilled = (f: UpstreamFailure | null, requestId: string, trace: LookupTrace): void => {
-    if (!f?.maybeCharged) return;
+  const chargeEstimate = (requestId: string, trace: LookupTrace): void => {
     trace.creditsUsed = deps.accounting.reservedFor(requestId) ?? 0;
     trace.unsettled = true;
+  };
+  const chargeIfBilled = (f: UpstreamFailure | null, requestId: string, trace: LookupTrace): void => {
+    if (f?.maybeCharged) chargeEstimate(requestId, trace);
   };
 
   app.get('/v1/*', async (request, reply) => {
@@ -198,7 +200,11 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
         // For a lookup, "no such route" means upstream.url is wrong; here the caller chose the path.
         if (f?.kind === 'no_route') return done(errorAnswer(failure('ROUTE_NOT_FOUND', `The provider has no route ${trace.identity}.`), requestId, headers), true);
         if (f) return done(errorAnswer(f.failure, requestId, headers), true);
-        if (text === null) return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
+        if (text === null) {
+          // A 2xx the provider performed, and bills, but too large to read its charge from.
+          chargeEstimate(requestId, trace);
+          return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
+        }
         trace.creditsUsed = creditsReported(text);
         // Sent as the provider wrote it: the request id is swapped as text by the caller (withRequestId),
         // never by parsing and serializing, which would round integers beyond 2^53.

@@ -144,7 +144,8 @@ describe('pass-through shares the provider admission', () => {
     expect(await gone).toBe('aborted');
     const rows = () => stack.app.costs.ledger.usage(0, Number.MAX_SAFE_INTEGER, 'endpoint');
     await until(() => stack.app.upstream.inFlight() === 0 && rows().length === 1);
-    expect(rows()[0]).toMatchObject({ id: 'passthrough', requests: 1, credits: 0 });
+    // The request reached the provider, which may bill it: charged its estimate (1), unsettled.
+    expect(rows()[0]).toMatchObject({ id: 'passthrough', requests: 1, credits: 1, unsettled_credits: 1 });
   });
 
   it('pass-through 5xx count for the breaker, and an open breaker stops pass-through too', async () => {
@@ -234,5 +235,21 @@ describe('pass-through against a provider that echoes the key', () => {
     expect((await pending).status).toBe(200);
     expect((await lookup).status).toBe(200);
     expect(seen.at(-1)).toMatch(/^\/v1\/company\?org_id=77/);
+  });
+});
+
+describe('pass-through credits in flight', () => {
+  it('concurrent calls each hold a credit: a key with 1 credit left gets one call, not all of them', async () => {
+    const p = await startStack({ config: PATHS, sim: { latencyMs: 200 } });
+    try {
+      const { secret } = p.newKey({ name: 'one-credit', credits: '1/day' });
+      const answers = await Promise.all(Array.from({ length: 10 }, () => p.get('/v1/credits', { key: secret })));
+      const statuses = answers.map((r) => r.status).sort();
+      expect(statuses.filter((st) => st === 200)).toHaveLength(1);
+      expect(answers.filter((r) => r.status === 429).every((r) => r.json.error.code === 'CREDIT_LIMIT_EXCEEDED')).toBe(true);
+      expect(p.sim.callCount('/v1/credits')).toBe(1);
+    } finally {
+      await p.close();
+    }
   });
 });

@@ -169,6 +169,20 @@ describe('a provider call abandoned at the deadline', () => {
     }
   });
 
+  it('a pass-through 2xx too large to read its charge from is charged its estimate, unsettled', async () => {
+    const p = await startStack({ config: { passthrough: { paths: ['/v1/credits'] }, upstream: { maxResponseBytes: 4096 } } });
+    try {
+      await p.sim.inject({ fault: { kind: 'huge', bytes: 64 * 1024 }, times: 1 });
+      const r = await p.get('/v1/credits');
+      expect(r.status).toBe(502);
+      expectEnvelope(r, 'UPSTREAM_ERROR');
+      const rows = p.app.costs.ledger.usage(0, ALL, 'key');
+      expect(rows.map((x) => [x.credits, x.unsettled_credits])).toEqual([[1, 1]]);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('a call refused before it was sent (connection refused) charges nothing', async () => {
     const c = await startStack({ config: { upstream: { url: 'http://127.0.0.1:9', retries: { connection: 0 } } } });
     try {
