@@ -6,7 +6,7 @@ import { ConfigError, type Config } from './config.js';
 import { UsageTracker } from './gateway/usage.js';
 import { createCostControl, type CostControl } from './gateway/costcontrol.js';
 import { createLogger, type Logger } from './obs/logger.js';
-import { readiness } from './obs/health.js';
+import { readiness, touchHeader } from './obs/health.js';
 import { drainHttp } from './obs/lifecycle.js';
 import { Metrics } from './obs/metrics.js';
 import { buildServer } from './server.js';
@@ -180,13 +180,18 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       metrics,
       metricsToken: config.metrics.token,
       draining: () => draining,
-      readiness: () =>
-        readiness({
+      readiness: () => {
+        // A shut gate reopens on a write; the probe is one, so that an instance taken out of
+        // rotation (and so sent no misses) still notices when its disk frees up.
+        gate.probe(() => touchHeader(db));
+        cacheGate.probe(() => touchHeader(cacheDb));
+        return readiness({
           databases: { database: db, cache_database: cacheDb },
           writes: { charges: gate.state(), cache_writes: cacheGate.state() },
           breaker: upstream.breakerState(),
           draining,
-        }),
+        });
+      },
     },
   });
 

@@ -17,15 +17,22 @@ export type DbCheck = 'ok' | 'busy' | 'closed' | `error: ${string}`;
  */
 export function probeWritable(db: DB): DbCheck {
   if (!db.open) return 'closed';
-  if (db.inTransaction) return 'ok'; // cannot happen between requests; never commit someone else's work
-  const busyTimeout = db.pragma('busy_timeout', { simple: true }) as number;
   try {
-    db.pragma(`busy_timeout = ${PROBE_BUSY_MS}`);
-    db.pragma(`application_id = ${APPLICATION_ID}`);
+    touchHeader(db);
     return 'ok';
   } catch (err) {
     const code = (err as { code?: string }).code ?? 'UNKNOWN';
     return code === 'SQLITE_BUSY' ? 'busy' : `error: ${code}`;
+  }
+}
+
+/** The probe's write itself; throws the database's error. */
+export function touchHeader(db: DB): void {
+  if (db.inTransaction) return; // cannot happen between requests; never commit someone else's work
+  const busyTimeout = db.pragma('busy_timeout', { simple: true }) as number;
+  try {
+    db.pragma(`busy_timeout = ${PROBE_BUSY_MS}`);
+    db.pragma(`application_id = ${APPLICATION_ID}`);
   } finally {
     if (db.open) db.pragma(`busy_timeout = ${busyTimeout}`);
   }

@@ -4,7 +4,7 @@ import { PROVIDER_SCOPE, type BudgetStore } from './budgets.js';
 import { DailyRollup, fill, FLUSH_CHUNK, LEDGER_COLUMNS, params, type LedgerRow } from './ledger-rows.js';
 import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement, type UsageGroup, type UsageRow } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
-import type { WriteGate } from './write-gate.js';
+import { isStorageError, type WriteGate } from './write-gate.js';
 
 export { FLUSH_CHUNK, type LedgerRow } from './ledger-rows.js';
 export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
@@ -51,6 +51,7 @@ export class LedgerStore {
   private retry: LedgerRow[] = [];
   private dropped = 0;
   private readonly timer: FlushTimer;
+  private readonly onWriteError: (err: Error) => void;
   private readonly batchMax: number;
   private readonly gate: WriteGate | null;
 
@@ -63,7 +64,8 @@ export class LedgerStore {
     this.gate = opts.gate ?? null;
     this.reader = opts.reader ?? null;
     this.rollup = new DailyRollup(db);
-    this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.flush(), opts.onWriteError);
+    this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.writeQueued(), opts.onWriteError);
+    this.onWriteError = opts.onWriteError ?? (() => {});
     // OR IGNORE on the request id: a request is charged once, whatever retries a bug might make.
     // Positional parameters: binding by name looks up every column's property by name, which
     // measured a quarter of a flushed row's cost.
@@ -103,11 +105,33 @@ export class LedgerStore {
     return { pending: this.pending.length, retrying: this.retry.length, dropped: this.dropped };
   }
 
-  /** Write everything queued; throws (keeping the rows) when tollgate.db cannot be written. */
+  /**
+   * Write everything queued; throws (keeping the rows) when tollgate.db cannot be written,
+   * and leaves the retry to the timer, so a failed flush called from outside (a report, the
+   * batch bound) never ends the retries.
+   */
   flush(): void {
+    try {
+      this.writeQueued();
+    } catch (err) {
+      this.timer.schedule();
+      throw err;
+    }
+  }
+
+  private writeQueued(): void {
     this.timer.cancel();
     while (this.retry.length > 0) {
-      this.writeSettled(this.retry[0]!);
+      const row = this.retry[0]!;
+      try {
+        this.writeSettled(row);
+      } catch (err) {
+        if (isStorageError(err)) throw err;
+        // Not the database's state but this row: retrying it would block every row behind it.
+        // Its durable reservation stays and is charged at its estimate at the next start.
+        this.budgets.release(row.requestId);
+        this.onWriteError(new Error(`ledger row ${row.requestId} cannot be written (${(err as Error).message}); its reservation is charged at the next start`));
+      }
       this.retry.shift();
     }
     if (this.pending.length === 0) return;
@@ -215,7 +239,7 @@ export class LedgerStore {
     try {
       this.flush();
     } catch {
-      this.timer.schedule();
+      /* kept; the timer retries */
     }
   }
 

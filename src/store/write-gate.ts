@@ -62,11 +62,26 @@ export class WriteGate {
     try {
       result = write();
     } catch (err) {
-      this.failed(err as Error, now);
+      // A bug is not an outage: only the database's own refusals shut the gate.
+      if (isStorageError(err)) this.failed(err as Error, now);
       throw err;
     }
     if (this.failures > 0) this.recovered();
     return result;
+  }
+
+  /**
+   * While shut and past its backoff, try `write` as the probe (a readiness check calls it):
+   * a gate that only requests could reopen would stay shut once a load balancer, seeing the
+   * instance unready, sends it none.
+   */
+  probe(write: () => void): void {
+    if (this.failures === 0 || this.opts.clock.now() < this.retryAt) return;
+    try {
+      this.run(write);
+    } catch {
+      /* still failing: the state says so */
+    }
   }
 
   state(): WriteGateState {

@@ -47,14 +47,35 @@ describe('WriteGate', () => {
     expect(tried).toBe(3);
   });
 
-  it('an error without a SQLite code is reported by its name', () => {
+  it('a bug is not an outage: an error that is not the database refusing leaves the gate open', () => {
     const gate = new WriteGate('cache.db', { clock: new FakeClock() });
     expect(() =>
       gate.run(() => {
         throw new TypeError('boom');
       }),
     ).toThrow(TypeError);
-    expect(gate.state().code).toBe('TypeError');
+    expect(gate.state().ok).toBe(true);
+    expect(gate.run(() => 1)).toBe(1);
+  });
+
+  it('probe() tries a write only while shut and past the backoff, and its success reopens the gate', () => {
+    const clock = new FakeClock();
+    const gate = new WriteGate('tollgate.db', { clock, baseBackoffMs: 100 });
+    let probes = 0;
+    gate.probe(() => probes++);
+    expect(probes).toBe(0); // open: nothing to probe
+    expect(() => gate.run(() => { throw Object.assign(new Error('full'), { code: 'SQLITE_FULL' }); })).toThrow('full');
+    gate.probe(() => probes++);
+    expect(probes).toBe(0); // within the backoff
+    clock.advance(100);
+    gate.probe(() => {
+      probes++;
+      throw Object.assign(new Error('still full'), { code: 'SQLITE_FULL' });
+    });
+    expect([probes, gate.state().ok]).toEqual([1, false]);
+    clock.advance(200);
+    gate.probe(() => probes++);
+    expect([probes, gate.state().ok]).toEqual([2, true]);
   });
 });
 
