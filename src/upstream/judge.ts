@@ -92,7 +92,9 @@ export function judgeAttempt(state: CallState, raw: AttemptResult, apiKey: strin
     case 'protocol':
       return final('invalid', failure('UPSTREAM_ERROR', 'The provider returned an invalid answer: malformed HTTP response.'), 'failure');
     case 'connection':
-      return final('unavailable', unavailable(raw.detail), 'failure', 'connection');
+      // Retried only when the request certainly never left: a reset after sending may have been
+      // performed, and billed, by the provider; a retry would pay twice and record once.
+      return final('unavailable', unavailable(raw.detail), 'failure', NEVER_SENT.has(raw.errorCode) ? 'connection' : 'final');
     default:
       return final('unavailable', unavailable(raw.detail), 'failure');
   }

@@ -164,28 +164,26 @@ describe('UpstreamClient against the simulator', () => {
     expect(sim.callCount()).toBe(3);
   });
 
-  it('retries a connection reset once', async () => {
+  it('does not retry a connection reset after the request was sent: the provider may have performed and billed it', async () => {
     const seen: Array<string | number> = [];
     sim.inject({ fault: { kind: 'reset' }, times: 1 });
-    const ok = await call(client({}, { observer: { onAttempt: (i) => seen.push(i.status) } }));
-    expect(ok.ok).toBe(true);
-    expect(ok.attempts).toBe(2);
-    expect(seen).toEqual(['error', 200]);
-
-    sim.inject({ fault: { kind: 'reset' } });
-    const o = await call(client());
+    const o = await call(client({}, { observer: { onAttempt: (i) => seen.push(i.status) } }));
     expectFailure(o);
     expect(o.kind).toBe('unavailable');
     expect(o.failure.code).toBe('UPSTREAM_UNAVAILABLE');
-    expect(o.attempts).toBe(2);
+    expect(o.attempts).toBe(1);
+    expect(o.maybeCharged).toBe(true);
+    expect(seen).toEqual(['error']);
+    expect(sim.callCount()).toBe(1);
   });
 
-  it('reports a refused connection as unavailable after one retry', async () => {
+  it('reports a refused connection as unavailable after one retry (it never left: nothing billed)', async () => {
     const port = await freePort();
     const o = await call(client({ url: `http://127.0.0.1:${port}` }));
     expectFailure(o);
     expect(o.kind).toBe('unavailable');
     expect(o.attempts).toBe(2);
+    expect(o.maybeCharged).toBe(false);
     expect(o.failure.message).not.toContain(String(port));
   });
 
