@@ -132,6 +132,7 @@ export class UpstreamClient {
     }
     state.attempts = 1;
     const t0 = this.clock.now();
+    const began = performance.now();
     let released = false;
     return {
       ok: true,
@@ -142,7 +143,7 @@ export class UpstreamClient {
           permit.record('success');
           return null;
         }
-        const v = judgeAttempt(state, raw, this.settings.apiKey, this.clock.now());
+        const v = this.judge(state, raw, performance.now() - began);
         if (v.pauseS) this.shaper.pauseUntil(this.clock.now() + v.pauseS * 1000);
         permit.record(v.breaker);
         this.logOutcome(state, v.outcome);
@@ -189,6 +190,7 @@ export class UpstreamClient {
       }
       state.attempts++;
       const t0 = this.clock.now();
+      const began = performance.now();
       let raw: AttemptResult;
       try {
         raw = await this.http.attempt(state.call, state.signal);
@@ -196,13 +198,27 @@ export class UpstreamClient {
         slot.release();
       }
       this.observe(state, raw, this.clock.now() - t0);
-      const current = judgeAttempt(state, raw, this.settings.apiKey, this.clock.now());
+      const current = this.judge(state, raw, performance.now() - began);
       if (current.pauseS) this.shaper.pauseUntil(this.clock.now() + current.pauseS * 1000);
       const delay = this.retryDelay(state, current, used);
       if (delay === null) return current;
       last = current;
       if (!(await sleep(delay, state.signal))) return { ...last, outcome: this.refresh(state, last.outcome) };
     }
+  }
+
+  /**
+   * judgeAttempt, with one correction the breaker needs: our deadline cutting an attempt
+   * that started late (after waiting in our own queue) says nothing about the provider. It
+   * counts as the provider's timeout only if the attempt itself had a fair share of time —
+   * half the deadline, or the headers timeout if shorter. Otherwise one team's burst, queued
+   * behind the concurrency limit, would time out and open the breaker for every team.
+   */
+  private judge(state: CallState, raw: AttemptResult, attemptMs: number): AttemptVerdict {
+    const v = judgeAttempt(state, raw, this.settings.apiKey, this.clock.now());
+    const fairShareMs = Math.min(this.settings.headersTimeoutMs, this.settings.deadlineMs / 2);
+    const cutEarly = raw.type === 'error' && raw.cause === 'aborted' && state.deadline.aborted && attemptMs < fairShareMs;
+    return cutEarly && v.breaker === 'failure' ? { ...v, breaker: 'ignore' } : v;
   }
 
   /** Retries only inside the deadline: a backoff that would outlive it returns the failure now. */
