@@ -24,7 +24,8 @@ import type { EndpointName } from './api/endpoints.js';
 import { StartupError, listenError } from './startup-error.js';
 import { configSummary } from './obs/config-summary.js';
 import type { UpstreamSettings } from './upstream/types.js';
-import { StorageUnavailable, WriteGate } from './store/write-gate.js';
+import { StorageUnavailable } from './store/write-gate.js';
+import { loggedGate, pruneLedger, recoverReservations, SERVER_BUSY_TIMEOUT_MS, SETTLE_AT_CLOSE_MS, settled } from './app-storage.js';
 import { writeErrorLogger } from './gateway/costcontrol.js';
 import { LedgerRetention } from './store/ledger-retention.js';
 import { ReadWorker } from './store/read-worker.js';
@@ -80,20 +81,7 @@ export function upstreamSettings(config: Readonly<Config>): UpstreamSettings {
   return { ...rest, url: url.replace(/\/+$/, ''), apiKey };
 }
 
-/**
- * How long a server write waits for a lock another connection holds (the CLI's writes take
- * milliseconds). Kept short because it runs on the event loop: a longer wait is a stall of
- * every request, and the WriteGate turns a lock held for long into fast refusals instead.
- */
-const SERVER_BUSY_TIMEOUT_MS = { main: 250, cache: 100 } as const;
 
-/** A WriteGate that logs when a database's writes start failing and when they recover. */
-function loggedGate(name: string, clock: Clock, logger: Logger, failing: string, recovered: string): WriteGate {
-  return new WriteGate(name, {
-    clock,
-    onChange: (err) => (err ? logger.error({ err, database: name }, failing) : logger.info({ database: name }, recovered)),
-  });
-}
 
 export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App {
   const clock = opts.clock ?? systemClock;
@@ -220,8 +208,10 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
         retention.stop();
         await drainHttp(server, config.server.shutdownGraceMs, logger);
         await upstream.close({ abortInFlight: true });
-        // Handlers of calls cut just now settle (and record) before the final flush.
-        await new Promise((r) => setImmediate(r));
+        // Handlers of calls cut just now settle (and record their charges) before the final
+        // flush: wait for every reservation to be settled, a few turns, bounded. One still open
+        // after that stays in tollgate.db and is charged at its estimate at the next start.
+        await settled(() => costs.budgets.inFlight() === 0, SETTLE_AT_CLOSE_MS);
         for (const flush of flushes) {
           try {
             flush();
@@ -237,35 +227,4 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       return closing;
     },
   };
-}
-
-/**
- * Reservations left in tollgate.db by a process that died with provider calls in flight are
- * charged at their estimate, marked unsettled, before this one serves: the provider may have
- * billed those calls, and budgets must count them. A failure here is logged and retried at the
- * next start; the rows stay until then.
- */
-function recoverReservations(costs: CostControl, logger: Logger): void {
-  try {
-    const r = costs.ledger.recoverAbandoned();
-    if (r.requests > 0) {
-      logger.warn(r, 'charged provider calls left in flight by a previous process at their estimates (ledger rows marked unsettled)');
-    }
-  } catch (err) {
-    logger.error({ err }, 'could not charge the reservations of a previous process; retried at the next start');
-  }
-}
-
-/**
- * One retention pass of the ledger (config ledger.retentionDays), logged. A failure is logged
- * and left to the next pass: nothing is lost by pruning later.
- */
-async function pruneLedger(retention: LedgerRetention, clock: Clock, logger: Logger): Promise<void> {
-  const t0 = performance.now();
-  try {
-    const deleted = await retention.prune(clock.now());
-    if (deleted > 0) logger.info({ deleted, ms: Math.round(performance.now() - t0) }, 'ledger rows past the retention deleted (their daily totals stay)');
-  } catch (err) {
-    if (!(err instanceof StorageUnavailable)) logger.error({ err }, 'ledger retention pass failed; retried at the next');
-  }
 }

@@ -63,8 +63,11 @@ export function createCostControl(db: DB, config: Readonly<Config>, deps: CostCo
     limits,
     budgets,
     flush() {
-      ledger.flush();
-      limits.close();
+      try {
+        ledger.flush();
+      } finally {
+        limits.close();
+      }
     },
   };
 }
