@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseBudgets } from './gateway/credits.js';
 import { parseRatePolicies } from './gateway/ratelimit.js';
-import { trustedProxies } from './http/client-ip.js';
+import { trustedProxies } from './api/trusted-proxies.js';
 
 /**
  * Configuration: built-in defaults ← YAML file ← environment ← flags, validated once and
