@@ -43,6 +43,7 @@ export class BudgetStore {
   private readonly addStmt;
   private readonly insertReservationStmt;
   private readonly deleteReservationStmt;
+  private readonly raiseStmt;
 
   constructor(
     db: DB,
@@ -57,6 +58,7 @@ export class BudgetStore {
       'INSERT OR REPLACE INTO reservations (request_id, ts, key_id, endpoint, identity, estimate) VALUES (?, ?, ?, ?, ?, ?)',
     );
     this.deleteReservationStmt = db.prepare<[string]>('DELETE FROM reservations WHERE request_id = ?');
+    this.raiseStmt = db.prepare<[number, string]>('UPDATE reservations SET estimate = MAX(estimate, ?) WHERE request_id = ?');
   }
 
   /** Settled credits of `scope` in the period containing `now`. */
@@ -93,6 +95,11 @@ export class BudgetStore {
     return this.reservations.get(requestId)?.amount ?? null;
   }
 
+  /** A reservation whose row cannot be written keeps the larger of its estimate and the provider's figure. */
+  raiseReservation(requestId: string, credits: number): void {
+    this.raiseStmt.run(credits, requestId);
+  }
+
   /** Database half of settling: drop the durable reservation; call inside the ledger row's transaction. */
   deleteReservation(requestId: string): void {
     this.deleteReservationStmt.run(requestId);
@@ -117,6 +124,15 @@ export class BudgetStore {
   /** Database half of a charge; call inside the ledger row's transaction. */
   writeCharge(scopes: readonly string[], credits: number, now: number): void {
     for (const scope of scopes) for (const p of PERIODS) this.addStmt.run(scope, p, periodStart(p, now), credits);
+  }
+
+  /**
+   * A charge whose row could not be written: counted in memory from now on (its durable
+   * reservation carries it to the next start).
+   */
+  holdCharge(scopes: readonly string[], credits: number, now: number): void {
+    for (const scope of scopes) for (const p of PERIODS) this.used(scope, p, now);
+    this.applyCharge(scopes, credits, now);
   }
 
   /** Memory half of a charge, after the transaction committed. */

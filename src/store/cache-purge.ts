@@ -32,6 +32,8 @@ export async function purgeInBatches(cache: CacheStore, filter: PurgeFilter, bat
   const upTo = cache.lastRowid();
   let purged = 0;
   for (;;) {
+    // Shutdown closed the database between two batches: what is done stays done (each batch committed).
+    if (!cache.isOpen()) return purged;
     const n = cache.purgeBatch(filter, upTo, batch);
     purged += n;
     if (n < batch) return purged;

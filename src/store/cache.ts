@@ -264,6 +264,11 @@ export class CacheStore {
     return n;
   }
 
+  /** False once the database is closed (at shutdown): long batched work stops there. */
+  isOpen(): boolean {
+    return this.db.open;
+  }
+
   /** The highest rowid stored: entries stored later have higher ones. */
   lastRowid(): number {
     return this.db.prepare<[], number>('SELECT COALESCE(MAX(rowid), 0) FROM entries').pluck().get()!;

@@ -127,10 +127,7 @@ export class LedgerStore {
         this.writeSettled(row);
       } catch (err) {
         if (isStorageError(err)) throw err;
-        // Not the database's state but this row: retrying it would block every row behind it.
-        // Its durable reservation stays and is charged at its estimate at the next start.
-        this.budgets.release(row.requestId);
-        this.onWriteError(new Error(`ledger row ${row.requestId} cannot be written (${(err as Error).message}); its reservation is charged at the next start`));
+        this.giveUp(row, err as Error);
       }
       this.retry.shift();
     }
@@ -140,9 +137,44 @@ export class LedgerStore {
     try {
       this.write(() => this.insertBatch(rows));
     } catch (err) {
+      if (!isStorageError(err)) return this.insertOneByOne(rows);
       this.pending = rows.length + this.pending.length > MAX_PENDING_ROWS ? this.trim(rows.concat(this.pending)) : rows.concat(this.pending);
       throw err;
     }
+  }
+
+  /**
+   * A charged row that fails for a reason of its own, not the database's: retrying it would
+   * block every row behind it. Its charge still counts — in memory now, and durably through
+   * its reservation, raised to the provider's figure so the next start charges that.
+   */
+  private giveUp(row: LedgerRow, err: Error): void {
+    const scopes = [row.keyId, PROVIDER_SCOPE];
+    if (row.credits > 0) this.budgets.holdCharge(scopes, row.credits, row.ts);
+    this.budgets.release(row.requestId);
+    try {
+      this.budgets.raiseReservation(row.requestId, row.credits);
+    } catch {
+      /* the estimate stays: still a charge */
+    }
+    this.onWriteError(new Error(`ledger row ${row.requestId} cannot be written (${err.message}); its ${row.credits} credits are charged from its reservation at the next start`));
+  }
+
+  /** A batch refused for a row of its own: write the rows one at a time, drop (and count) the ones that fail. */
+  private insertOneByOne(rows: LedgerRow[]): void {
+    for (const row of rows) {
+      try {
+        this.write(() => this.insertBatch([row]));
+      } catch (err) {
+        if (isStorageError(err)) {
+          this.pending.push(row);
+          continue;
+        }
+        this.dropped++;
+        this.onWriteError(new Error(`ledger row ${row.requestId} (no charge) cannot be written (${(err as Error).message}); dropped`));
+      }
+    }
+    if (this.pending.length > 0) this.timer.schedule();
   }
 
   /**
@@ -152,6 +184,7 @@ export class LedgerStore {
   recoverAbandoned(): { requests: number; credits: number } {
     const rows = this.unsettledStmt.all();
     let credits = 0;
+    let failed: Error | null = null;
     for (const r of rows) {
       const row: LedgerRow = {
         requestId: r.request_id,
@@ -169,9 +202,15 @@ export class LedgerStore {
         upstreamRequestId: null,
         unsettled: true,
       };
-      this.writeSettled(row);
-      credits += r.estimate;
+      // One row that cannot be written must not keep the others from being charged.
+      try {
+        this.writeSettled(row);
+        credits += r.estimate;
+      } catch (err) {
+        failed ??= err as Error;
+      }
     }
+    if (failed) throw failed;
     return { requests: rows.length, credits };
   }
 

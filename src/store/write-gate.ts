@@ -117,7 +117,7 @@ export function sqliteCode(err: unknown): string {
 }
 
 /** SQLite failures that say the database cannot be written now, as opposed to a bug. */
-const STORAGE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|READONLY|IOERR|CANTOPEN|PROTOCOL)/;
+const STORAGE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|READONLY|IOERR|CANTOPEN|PROTOCOL|CORRUPT|NOTADB|NOMEM)/;
 
 export function isStorageError(err: unknown): boolean {
   return err instanceof StorageUnavailable || STORAGE_CODES.test(sqliteCode(err));
