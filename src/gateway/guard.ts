@@ -80,6 +80,15 @@ export async function guarded(
   return answer;
 }
 
+/**
+ * The provider may have billed a call whose answer never came (deadline, cut connection, a
+ * 2xx that could not be read): the charge is the reservation's estimate, marked unsettled.
+ */
+export function chargeReservation(accounting: Accounting, requestId: string, trace: LookupTrace): void {
+  trace.creditsUsed = accounting.reservedFor(requestId) ?? 0;
+  trace.unsettled = true;
+}
+
 /** What the frame knows of a request before its stages run. */
 interface RowFrame {
   readonly requestId: string;

@@ -7,7 +7,7 @@ import type { ApiKey, KeyStore } from '../store/keys.js';
 import { accessRefusal } from './access.js';
 import { forwardAnswer, forwardFailure, hitAnswer, staleAnswer } from './answers.js';
 import type { Fetcher } from './fetcher.js';
-import { guarded, type Incoming, type LimitsDeps, type LookupTrace } from './guard.js';
+import { chargeReservation, guarded, type Incoming, type LimitsDeps, type LookupTrace } from './guard.js';
 import { decide, negativeTtlMs, staleEligible, ttlMs } from './policy.js';
 import { errorAnswer, type Answer } from './render.js';
 import type { UsageTracker } from './usage.js';
@@ -91,11 +91,7 @@ async function lookupStages(deps: LookupDeps, def: EndpointDef, key: ApiKey, inc
     trace.creditsSaved = leader ? 0 : result.credits;
     return forwardAnswer(fwd, requestId, result.dataText!, result.metaText!, result.providerCached, credits, extra);
   }
-  if (leader && outcome.maybeCharged) {
-    // The provider may have billed a call whose answer never came: charge the estimate, unsettled.
-    trace.creditsUsed = deps.accounting.reservedFor(requestId) ?? 0;
-    trace.unsettled = true;
-  }
+  if (leader && outcome.maybeCharged) chargeReservation(deps.accounting, requestId, trace);
   const fwdStatus = outcome.upstreamStatus ?? outcome.failure.status;
   if (decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind)) {
     trace.cache = 'STALE';

@@ -10,7 +10,7 @@ import type { AdmittedCall } from '../upstream/call-state.js';
 import type { UpstreamFailure } from '../upstream/types.js';
 import { errorResult, type AttemptResult } from '../upstream/http.js';
 import { creditsOf, type Provider } from './fetcher.js';
-import { guarded, type LimitsDeps, type LookupTrace } from './guard.js';
+import { chargeReservation, guarded, type LimitsDeps, type LookupTrace } from './guard.js';
 import { passthroughAllowed } from './passthrough-path.js';
 import { errorAnswer, type Answer } from './render.js';
 import { scrubText, SecretScrubber } from './scrub.js';
@@ -74,13 +74,8 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
     agent.destroy();
   });
 
-  /** A call the provider may have billed without our learning the charge: its estimate, unsettled (as for lookups). */
-  const chargeEstimate = (requestId: string, trace: LookupTrace): void => {
-    trace.creditsUsed = deps.accounting.reservedFor(requestId) ?? 0;
-    trace.unsettled = true;
-  };
   const chargeIfBilled = (f: UpstreamFailure | null, requestId: string, trace: LookupTrace): void => {
-    if (f?.maybeCharged) chargeEstimate(requestId, trace);
+    if (f?.maybeCharged) chargeReservation(deps.accounting, requestId, trace);
   };
 
   app.get('/v1/*', async (request, reply) => {
@@ -202,7 +197,7 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
         if (f) return done(errorAnswer(f.failure, requestId, headers), true);
         if (text === null) {
           // A 2xx the provider performed, and bills, but too large to read its charge from.
-          chargeEstimate(requestId, trace);
+          chargeReservation(deps.accounting, requestId, trace);
           return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
         }
         trace.creditsUsed = creditsReported(text);

@@ -1,6 +1,6 @@
 import { FlushTimer } from '../store/flush-timer.js';
 import type { KeyStore } from '../store/keys.js';
-import type { WriteGate } from '../store/write-gate.js';
+import { gated, type WriteGate } from '../store/write-gate.js';
 
 /**
  * Remembers when each key was last used and writes it in batches: a write per request
@@ -30,8 +30,7 @@ export class UsageTracker {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      if (this.opts.gate) this.opts.gate.run(() => this.keys.touchAll(batch));
-      else this.keys.touchAll(batch);
+      gated(this.opts.gate, () => this.keys.touchAll(batch));
     } catch (err) {
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
       throw err;

@@ -1,6 +1,6 @@
 import { PERIODS, periodStart, type Period } from '../gateway/credits.js';
 import type { DB } from './db.js';
-import type { WriteGate } from './write-gate.js';
+import { gated, type WriteGate } from './write-gate.js';
 
 /** The scope of the provider-wide budget; key scopes are key ids (`key_…`). */
 export const PROVIDER_SCOPE = '*provider';
@@ -83,8 +83,7 @@ export class BudgetStore {
    */
   reserve(r: Reservation, scopes: readonly string[]): void {
     const write = () => this.insertReservationStmt.run(r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate);
-    if (this.gate) this.gate.run(write);
-    else write();
+    gated(this.gate, write);
     this.release(r.requestId);
     this.reservations.set(r.requestId, { scopes, amount: r.estimate });
     for (const s of scopes) this.reservedBy.set(s, this.reserved(s) + r.estimate);

@@ -7,7 +7,7 @@ import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
 import { purgeWhere, type PurgeFilter } from './cache-purge.js';
 import { STATS_SQL, statsOf, type CacheStats, type Counter, type EndpointTotals } from './cache-stats.js';
 import type { ReadWorker } from './read-worker.js';
-import type { WriteGate } from './write-gate.js';
+import { gated, type WriteGate } from './write-gate.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
 export type { CacheEntry, NewEntry } from './cache-entry.js';
@@ -163,7 +163,7 @@ export class CacheStore {
       this.addTotals(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
       return rowid;
     }).immediate;
-    const rowid = this.gate ? this.gate.run(write) : write();
+    const rowid = gated(this.gate, write);
     this.hot.put(entryOf(e, size, rowid));
   }
 

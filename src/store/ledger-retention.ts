@@ -1,6 +1,6 @@
 import type { DB } from './db.js';
 import { DAY_MS, dayOf } from './ledger-rows.js';
-import type { WriteGate } from './write-gate.js';
+import { gated, type WriteGate } from './write-gate.js';
 
 /** Raw rows deleted per transaction: a few milliseconds of the write lock, then the event loop's turn. */
 export const PRUNE_BATCH_ROWS = 1_000;
@@ -63,18 +63,14 @@ export class LedgerRetention {
     // IMMEDIATE, like every server write: the lock is waited for up front (see CacheStore.put).
     const update = this.db.transaction(() => this.updateStmt.run(keepFrom)).immediate;
     const remove = this.db.transaction(() => this.deleteStmt.run(keepFrom * DAY_MS, batch).changes).immediate;
-    this.write(update);
+    gated(this.opts.gate, update);
     let deleted = 0;
     for (;;) {
-      const n = this.write(remove);
+      const n = gated(this.opts.gate, remove);
       deleted += n;
       if (n < batch) return deleted;
       await new Promise((r) => setImmediate(r));
       if (this.stopped) return deleted;
     }
-  }
-
-  private write<T>(fn: () => T): T {
-    return this.opts.gate ? this.opts.gate.run(fn) : fn();
   }
 }

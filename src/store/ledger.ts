@@ -4,7 +4,7 @@ import { PROVIDER_SCOPE, type BudgetStore } from './budgets.js';
 import { DailyRollup, fill, FLUSH_CHUNK, LEDGER_COLUMNS, params, type LedgerRow } from './ledger-rows.js';
 import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement, type UsageGroup, type UsageRow } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
-import { isStorageError, type WriteGate } from './write-gate.js';
+import { gated, isStorageError, type WriteGate } from './write-gate.js';
 
 export { FLUSH_CHUNK, type LedgerRow } from './ledger-rows.js';
 export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
@@ -135,7 +135,7 @@ export class LedgerStore {
     const rows = this.pending;
     this.pending = [];
     try {
-      this.write(() => this.insertBatch(rows));
+      gated(this.gate, () => this.insertBatch(rows));
     } catch (err) {
       if (!isStorageError(err)) return this.insertOneByOne(rows);
       this.pending = rows.length + this.pending.length > MAX_PENDING_ROWS ? this.trim(rows.concat(this.pending)) : rows.concat(this.pending);
@@ -164,7 +164,7 @@ export class LedgerStore {
   private insertOneByOne(rows: LedgerRow[]): void {
     for (const row of rows) {
       try {
-        this.write(() => this.insertBatch([row]));
+        gated(this.gate, () => this.insertBatch([row]));
       } catch (err) {
         if (isStorageError(err)) {
           this.pending.push(row);
@@ -235,7 +235,7 @@ export class LedgerStore {
   /** The row, its charge and the end of its reservation: one transaction, then memory. */
   private writeSettled(row: LedgerRow): void {
     const scopes = [row.keyId, PROVIDER_SCOPE];
-    const inserted = this.write(() =>
+    const inserted = gated(this.gate, () =>
       this.db
         .transaction(() => {
           const n = this.insertStmt.run(params(row)).changes;
@@ -267,10 +267,6 @@ export class LedgerStore {
         this.rollup.add(inserted);
       })
       .immediate();
-  }
-
-  private write<T>(fn: () => T): T {
-    return this.gate ? this.gate.run(fn) : fn();
   }
 
   /** A flush past batchMax runs on the request path: a failure there is the timer's to retry. */

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { DB } from './db.js';
 import { FlushTimer } from './flush-timer.js';
-import type { WriteGate } from './write-gate.js';
+import { gated, type WriteGate } from './write-gate.js';
 import { windowStart, type PolicyCount, type RatePolicy } from '../gateway/ratelimit.js';
 
 /** Windows at least this long are written to tollgate.db and survive a restart. */
@@ -96,8 +96,7 @@ export class LimitStore {
     const write = this.db.transaction(() => {
       for (const w of windows) this.saveStmt.run(w.scope, w.windowMs, w.start, w.count);
     }).immediate;
-    if (this.opts.gate) this.opts.gate.run(write);
-    else write();
+    gated(this.opts.gate, write);
     for (const w of windows) this.dirty.delete(w);
   }
 

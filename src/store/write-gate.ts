@@ -116,6 +116,11 @@ export function sqliteCode(err: unknown): string {
   return typeof code === 'string' && code.length > 0 ? code : ((err as Error | null)?.name ?? 'UNKNOWN');
 }
 
+/** `write` through `gate` when there is one (the server's stores); as it is for one-shot connections (the CLI's). */
+export function gated<T>(gate: WriteGate | null | undefined, write: () => T): T {
+  return gate ? gate.run(write) : write();
+}
+
 /** SQLite failures that say the database cannot be written now, as opposed to a bug. */
 const STORAGE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|READONLY|IOERR|CANTOPEN|PROTOCOL|CORRUPT|NOTADB|NOMEM)/;
 

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { freePort } from './free-port.js';
 
 /**
  * A real Prometheus server (Debian's `prometheus` package, like promtool: `.ci/run` installs
@@ -28,16 +28,6 @@ export interface PrometheusOptions {
   readonly interval?: string;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function getJson(url: string): Promise<{ status: number; body: any }> {
   const res = await request(url);

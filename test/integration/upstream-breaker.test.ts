@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/clock.js';
 import { validateConfig } from '../../src/config.js';
@@ -7,6 +5,7 @@ import { startSimulator } from '../../src/simulator/index.js';
 import type { Fault, Simulator } from '../../src/simulator/types.js';
 import { UpstreamClient, type UpstreamDeps } from '../../src/upstream/client.js';
 import type { UpstreamCall, UpstreamOutcome, UpstreamSettings } from '../../src/upstream/types.js';
+import { freePort } from '../helpers/free-port.js';
 
 /**
  * The breaker against a real provider (the simulator) with the shipped defaults: it must
@@ -211,10 +210,3 @@ describe('admit(): a request sent by someone else under the same admission', () 
   });
 });
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}

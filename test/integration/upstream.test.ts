@@ -7,6 +7,7 @@ import { startSimulator } from '../../src/simulator/index.js';
 import type { Simulator } from '../../src/simulator/types.js';
 import { UpstreamClient, type UpstreamDeps } from '../../src/upstream/client.js';
 import type { UpstreamCall, UpstreamOutcome, UpstreamSettings } from '../../src/upstream/types.js';
+import { freePort } from '../helpers/free-port.js';
 
 const KEY = 'sim_provider_key';
 const PROFILE = '/v1/profile';
@@ -375,10 +376,3 @@ describe('request shape', () => {
   });
 });
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
