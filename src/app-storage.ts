@@ -1,7 +1,7 @@
-import type { Clock } from './clock.js';
+import type { Clock } from './domain/clock.js';
 import type { CostControl } from './gateway/costcontrol.js';
 import type { Logger } from './obs/logger.js';
-import type { LedgerRetention } from './store/ledger-retention.js';
+import type { LedgerRetention } from './store/sqlite/ledger-retention.js';
 import { StorageUnavailable, WriteGate } from './store/write-gate.js';
 
 /*

@@ -6,8 +6,8 @@ import { registerKeys } from './cli/keys.js';
 import { registerRun } from './cli/run.js';
 import { registerUsage } from './cli/usage.js';
 import { CliError } from './cli/common.js';
-import { StartupError } from './startup-error.js';
-import { VERSION } from './version.js';
+import { StartupError } from './domain/startup-error.js';
+import { VERSION } from './obs/version.js';
 
 const program = new Command('tollgate')
   .description('Caching, rate- and credit-limiting gateway for the professional-network data API')

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { parseBudgets } from './gateway/credits.js';
-import { parseRatePolicies } from './gateway/ratelimit.js';
-import { trustedProxies } from './api/trusted-proxies.js';
+import { parseBudgets } from './domain/credits.js';
+import { parseRatePolicies } from './domain/rate-limit.js';
+import { trustedProxies } from './domain/trusted-proxies.js';
 
 /**
  * Configuration: built-in defaults ← YAML file ← environment ← flags, validated once and

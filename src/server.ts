@@ -1,20 +1,22 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { createServer } from 'node:http';
 import type { Logger } from 'pino';
-import { ENDPOINTS } from './api/endpoints.js';
-import { failure, type Failure } from './api/errors.js';
-import { newRequestId } from './api/request-id.js';
+import { ENDPOINTS } from './domain/endpoints.js';
+import { failure, type Failure } from './domain/errors.js';
+import { newRequestId } from './domain/request-id.js';
 import type { Config } from './config.js';
-import type { LookupDeps, LookupTrace } from './gateway/lookup.js';
-import { errorAnswer, sendAnswer, withRequestId } from './gateway/render.js';
+import type { LookupDeps } from './gateway/lookup.js';
 import { registerAdmin } from './admin/routes.js';
 import { registerPassthrough } from './gateway/passthrough.js';
-import type { LedgerStore } from './store/ledger.js';
+import type { LedgerStore } from './store/sqlite/ledger.js';
 import { installOps, type OpsDeps } from './obs/ops.js';
 import { logRequest, pathOf } from './obs/request-log.js';
 import { earlyRefusal, isV1Path, lookupRoutes, readsNoFurther } from './http/lookups.js';
 import { trustedProxies } from './http/client-ip.js';
 import { connectRefusal, parserErrorHandler } from './http/parser-errors.js';
+import type { LookupTrace } from './domain/trace.js';
+import { errorAnswer, withRequestId } from './domain/answer.js';
+import { sendAnswer } from './http/fastify-reply.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

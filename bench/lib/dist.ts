@@ -20,7 +20,7 @@ async function load<T>(rel: string): Promise<T> {
 
 export const distApp = () => load<typeof import('../../src/app.js')>('app.js');
 export const distConfig = () => load<typeof import('../../src/config.js')>('config.js');
-export const distClock = () => load<typeof import('../../src/clock.js')>('clock.js');
-export const distCache = () => load<typeof import('../../src/store/cache.js')>('store/cache.js');
+export const distClock = () => load<typeof import('../../src/domain/clock.js')>('clock.js');
+export const distCache = () => load<typeof import('../../src/store/sqlite/cache.js')>('store/cache.js');
 export const distSimulator = () => load<typeof import('../../src/simulator/index.js')>('simulator/index.js');
-export const distCacheOrigin = () => load<typeof import('../../src/store/cache-origin.js')>('store/cache-origin.js');
+export const distCacheOrigin = () => load<typeof import('../../src/store/sqlite/cache-origin.js')>('store/cache-origin.js');

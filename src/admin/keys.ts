@@ -1,8 +1,9 @@
-import { ENDPOINT_NAMES, STRATEGIES } from '../api/endpoints.js';
+import { ENDPOINT_NAMES, STRATEGIES } from '../domain/endpoints.js';
 import type { Config } from '../config.js';
-import { formatBudgets, parseBudgets } from '../gateway/credits.js';
-import { formatRatePolicies, parseRatePolicies } from '../gateway/ratelimit.js';
-import type { ApiKey, KeyPatch, KeyStore } from '../store/keys.js';
+import { formatBudgets, parseBudgets } from '../domain/credits.js';
+import { formatRatePolicies, parseRatePolicies } from '../domain/rate-limit.js';
+import type { KeyStore } from '../store/sqlite/keys.js';
+import type { ApiKey, KeyPatch } from '../domain/keys.js';
 
 /**
  * Key management shared by the CLI and the admin API: one validation of names, policies,

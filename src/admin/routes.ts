@@ -1,20 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { failure, type Failure } from '../api/errors.js';
-import type { Clock } from '../clock.js';
+import { failure, type Failure } from '../domain/errors.js';
+import type { Clock } from '../domain/clock.js';
 import type { Config } from '../config.js';
 import type { Accounting } from '../gateway/accounting.js';
 import { authRateLimited, type Admission } from '../gateway/admission.js';
-import { bearerMatches, tokenDigest } from '../gateway/auth.js';
-import { remaining, type BudgetState } from '../gateway/credits.js';
-import { purgeFilter } from '../gateway/purge.js';
-import { sendFailure as sendAnswerFailure } from '../gateway/render.js';
-import type { CacheStore } from '../store/cache.js';
-import type { KeyStore } from '../store/keys.js';
-import { purgeInBatches } from '../store/cache-purge.js';
-import { UsageRangePruned, type LedgerStore } from '../store/ledger.js';
+import { remaining, type BudgetState } from '../domain/credits.js';
+import { purgeFilter } from '../domain/purge-filter.js';
+import type { CacheStore } from '../store/sqlite/cache.js';
+import type { KeyStore } from '../store/sqlite/keys.js';
+import { purgeInBatches } from '../store/sqlite/cache-purge.js';
+import { type LedgerStore } from '../store/sqlite/ledger.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { usageGroup, usageWindow } from './usage.js';
 import { isStorageError } from '../store/write-gate.js';
+import { bearerMatches, tokenDigest } from '../domain/keys.js';
+import { sendFailure as sendAnswerFailure } from '../http/fastify-reply.js';
+import { UsageRangePruned } from '../domain/ledger.js';
 
 export interface AdminDeps {
   readonly config: Readonly<Config>;

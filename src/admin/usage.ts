@@ -1,5 +1,5 @@
-import { periodStart } from '../gateway/credits.js';
-import type { UsageGroup } from '../store/ledger.js';
+import { periodStart } from '../domain/credits.js';
+import type { UsageGroup } from '../domain/ledger.js';
 
 const DAY = 86_400_000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { purgeFilter } from '../gateway/purge.js';
-import { CacheStore } from '../store/cache.js';
+import { purgeFilter } from '../domain/purge-filter.js';
+import { CacheStore } from '../store/sqlite/cache.js';
 import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
 
 function withCache<T>(cmd: Command, fn: (cache: CacheStore, domain: string) => T): T {

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openCacheDb, openMainDb } from '../app.js';
 import { loadConfig, type Config } from '../config.js';
-import { StartupError } from '../startup-error.js';
-import type { DB } from '../store/db.js';
+import { StartupError } from '../domain/startup-error.js';
+import type { DB } from '../store/sqlite/db.js';
 
 /** A user mistake on the command line: printed without a stack trace, exit code 2. */
 export class CliError extends Error {

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { STRATEGIES } from '../api/endpoints.js';
+import { STRATEGIES } from '../domain/endpoints.js';
 import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
-import { systemClock } from '../clock.js';
+import { systemClock } from '../domain/clock.js';
 import type { Config } from '../config.js';
-import { KeyStore } from '../store/keys.js';
+import { KeyStore } from '../store/sqlite/keys.js';
 import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
 
 const FLAG: Record<string, string> = {

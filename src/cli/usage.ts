@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { usageGroup, usageWindow } from '../admin/usage.js';
-import { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from '../store/ledger.js';
+import { queryUsage } from '../store/sqlite/ledger.js';
 import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
+import { UsageRangePruned, type UsageGroup, type UsageRow } from '../domain/ledger.js';
 
 function table(rows: UsageRow[], by: UsageGroup): string {
   const head = [by === 'key' ? 'key' : by, 'name', 'requests', 'cache_hits', 'credits', 'credits_saved', 'unsettled_credits'];

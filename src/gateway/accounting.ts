@@ -1,9 +1,10 @@
-import { failure, type Failure } from '../api/errors.js';
-import { PROVIDER_SCOPE, type BudgetStore } from '../store/budgets.js';
-import type { ApiKey } from '../store/keys.js';
-import type { LedgerRow, LedgerStore } from '../store/ledger.js';
+import { failure, type Failure } from '../domain/errors.js';
+import { type BudgetStore } from '../store/sqlite/budgets.js';
+import type { LedgerStore } from '../store/sqlite/ledger.js';
 import { StorageUnavailable } from '../store/write-gate.js';
-import { budgetState, creditHeaders, parseBudgets, refusingBudget, type Budget, type BudgetState } from './credits.js';
+import { budgetState, creditHeaders, parseBudgets, refusingBudget, type Budget, type BudgetState, PROVIDER_SCOPE } from '../domain/credits.js';
+import type { ApiKey } from '../domain/keys.js';
+import type { LedgerRow } from '../domain/ledger.js';
 
 export interface AccountingOptions {
   /** Estimated cost of one provider call per endpoint name (and `passthrough`). */

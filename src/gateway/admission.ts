@@ -1,9 +1,10 @@
-import { failure, type Failure } from '../api/errors.js';
-import type { ApiKey, KeyStore } from '../store/keys.js';
-import type { LimitStore } from '../store/limits.js';
+import { failure, type Failure } from '../domain/errors.js';
+import type { KeyStore } from '../store/sqlite/keys.js';
+import type { LimitStore } from '../store/sqlite/limits.js';
 import { authenticate } from './auth.js';
-import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, type PolicyCount, type RatePolicy } from './ratelimit.js';
-import type { UsageTracker } from './usage.js';
+import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
+import type { UsageTracker } from '../store/last-used.js';
+import type { ApiKey } from '../domain/keys.js';
 
 /**
  * DESIGN §2 steps 3–4 for every authenticated route (/v1 lookups and pass-through): the key,

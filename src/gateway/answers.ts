@@ -1,10 +1,9 @@
-import type { Failure } from '../api/errors.js';
-import type { CacheEntry } from '../store/cache.js';
-import { errorAnswer, successBody, type Answer } from './render.js';
-import type { ForwardReason } from './policy.js';
+import type { Failure } from '../domain/errors.js';
+import type { CacheEntry } from '../domain/cache-entry.js';
+import type { SimpleCacheStatus } from '../domain/trace.js';
+import { errorAnswer, successBody, type Answer } from '../domain/answer.js';
+import type { ForwardReason } from '../domain/cache-policy.js';
 
-/** X-Cache-Status values, for tools that expect the simple form. */
-export type SimpleCacheStatus = 'HIT' | 'MISS' | 'REFRESH' | 'STALE' | 'BYPASS';
 
 const SIMPLE: Record<ForwardReason, SimpleCacheStatus> = { 'uri-miss': 'MISS', stale: 'REFRESH', request: 'BYPASS' };
 

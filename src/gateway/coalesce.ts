@@ -1,4 +1,4 @@
-import type { Strategy } from '../api/endpoints.js';
+import type { Strategy } from '../domain/endpoints.js';
 
 /** The freshness an upstream call guarantees, or a follower needs. */
 export interface Freshness {

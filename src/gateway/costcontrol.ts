@@ -1,18 +1,18 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../domain/clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../obs/logger.js';
-import { BudgetStore } from '../store/budgets.js';
-import type { DB } from '../store/db.js';
-import type { KeyStore } from '../store/keys.js';
-import { LedgerStore } from '../store/ledger.js';
-import { LimitStore } from '../store/limits.js';
-import type { ReadWorker } from '../store/read-worker.js';
+import { BudgetStore } from '../store/sqlite/budgets.js';
+import type { DB } from '../store/sqlite/db.js';
+import type { KeyStore } from '../store/sqlite/keys.js';
+import { LedgerStore } from '../store/sqlite/ledger.js';
+import { LimitStore } from '../store/sqlite/limits.js';
+import type { ReadWorker } from '../store/sqlite/read-worker.js';
 import { StorageUnavailable, type WriteGate } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission } from './admission.js';
-import type { Budget } from './credits.js';
-import { parseRatePolicies } from './ratelimit.js';
-import type { UsageTracker } from './usage.js';
+import type { Budget } from '../domain/credits.js';
+import { parseRatePolicies } from '../domain/rate-limit.js';
+import type { UsageTracker } from '../store/last-used.js';
 
 /** Rate limits, credit budgets and the ledger, assembled from the configuration. */
 export interface CostControl {

@@ -1,11 +1,12 @@
-import type { LookupRequest } from '../api/params.js';
-import { upstreamQuery } from '../api/params.js';
-import type { Clock } from '../clock.js';
-import type { CacheStore, NewEntry } from '../store/cache.js';
+import type { LookupRequest } from '../domain/params.js';
+import { upstreamQuery } from '../domain/params.js';
+import type { Clock } from '../domain/clock.js';
+import type { CacheStore } from '../store/sqlite/cache.js';
 import type { AdmittedCall } from '../upstream/call-state.js';
 import type { UpstreamCall, UpstreamFailure, UpstreamOutcome } from '../upstream/types.js';
 import { Coalescer, type Freshness } from './coalesce.js';
-import { freshAsOfAnswer } from './policy.js';
+import { freshAsOfAnswer } from '../domain/cache-policy.js';
+import type { NewEntry } from '../domain/cache-entry.js';
 
 export interface Provider {
   call(call: UpstreamCall): Promise<UpstreamOutcome>;

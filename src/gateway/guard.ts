@@ -1,28 +1,11 @@
 import { performance } from 'node:perf_hooks';
-import type { Clock } from '../clock.js';
-import type { ApiKey } from '../store/keys.js';
-import type { LedgerRow } from '../store/ledger.js';
+import type { Clock } from '../domain/clock.js';
+import type { LedgerRow } from '../domain/ledger.js';
 import type { Accounting } from './accounting.js';
 import type { Admission } from './admission.js';
-import type { SimpleCacheStatus } from './answers.js';
-import { errorAnswer, type Answer } from './render.js';
-
-/** What the request log line, metrics and the ledger learn about one request as it passes the stages. */
-export interface LookupTrace {
-  keyId?: string;
-  keyName?: string;
-  identity?: string;
-  cache?: SimpleCacheStatus;
-  collapsed?: boolean;
-  upstreamMs?: number;
-  upstreamRequestId?: string;
-  /** Credits the shared provider key paid for this request. */
-  creditsUsed?: number;
-  /** Credits a local answer saved: what the fetch that stored the entry cost. */
-  creditsSaved?: number;
-  /** creditsUsed is the reservation's estimate: the provider may have charged a call whose answer never came. */
-  unsettled?: boolean;
-}
+import type { LookupTrace } from '../domain/trace.js';
+import type { ApiKey } from '../domain/keys.js';
+import { errorAnswer, type Answer } from '../domain/answer.js';
 
 export interface LimitsDeps {
   readonly admission: Admission;

@@ -1,18 +1,20 @@
-import type { EndpointDef } from '../api/endpoints.js';
-import { isFailure } from '../api/errors.js';
-import { cacheKey, parseLookup } from '../api/params.js';
+import type { EndpointDef } from '../domain/endpoints.js';
+import { isFailure } from '../domain/errors.js';
+import { cacheKey, parseLookup } from '../domain/params.js';
 import type { Config } from '../config.js';
-import type { CacheStore } from '../store/cache.js';
-import type { ApiKey, KeyStore } from '../store/keys.js';
-import { accessRefusal } from './access.js';
+import type { CacheStore } from '../store/sqlite/cache.js';
+import type { KeyStore } from '../store/sqlite/keys.js';
+import { accessRefusal } from '../domain/access.js';
 import { forwardAnswer, forwardFailure, hitAnswer, staleAnswer } from './answers.js';
 import type { Fetcher } from './fetcher.js';
-import { chargeReservation, guarded, type Incoming, type LimitsDeps, type LookupTrace } from './guard.js';
-import { decide, negativeTtlMs, staleEligible, ttlMs } from './policy.js';
-import { errorAnswer, type Answer } from './render.js';
-import type { UsageTracker } from './usage.js';
+import { chargeReservation, guarded, type Incoming, type LimitsDeps } from './guard.js';
+import { decide, negativeTtlMs, staleEligible, ttlMs } from '../domain/cache-policy.js';
+import type { UsageTracker } from '../store/last-used.js';
+import type { ApiKey } from '../domain/keys.js';
+import type { LookupTrace } from '../domain/trace.js';
+import { errorAnswer, type Answer } from '../domain/answer.js';
 
-export type { Incoming, LookupTrace } from './guard.js';
+export type { Incoming } from './guard.js';
 
 export interface LookupDeps extends LimitsDeps {
   readonly keys: KeyStore;

@@ -3,17 +3,18 @@ import { Agent as HttpsAgent } from 'node:https';
 import { finished, pipeline, Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createProxyServer } from 'http-proxy-3';
-import { failure } from '../api/errors.js';
+import { failure } from '../domain/errors.js';
 import type { Config } from '../config.js';
-import type { ApiKey } from '../store/keys.js';
 import type { AdmittedCall } from '../upstream/call-state.js';
 import type { UpstreamFailure } from '../upstream/types.js';
 import { errorResult, type AttemptResult } from '../upstream/http.js';
 import { creditsOf, type Provider } from './fetcher.js';
-import { chargeReservation, guarded, type LimitsDeps, type LookupTrace } from './guard.js';
-import { passthroughAllowed } from './passthrough-path.js';
-import { errorAnswer, type Answer } from './render.js';
-import { scrubText, SecretScrubber } from './scrub.js';
+import { chargeReservation, guarded, type LimitsDeps } from './guard.js';
+import { passthroughAllowed } from '../domain/passthrough-path.js';
+import { scrubText, SecretScrubber } from '../upstream/scrub.js';
+import type { ApiKey } from '../domain/keys.js';
+import type { LookupTrace } from '../domain/trace.js';
+import { errorAnswer, type Answer } from '../domain/answer.js';
 
 export { passthroughAllowed };
 

@@ -1,4 +1,4 @@
-import type { TrustedProxies } from '../api/trusted-proxies.js';
+import type { TrustedProxies } from '../domain/trusted-proxies.js';
 
 /**
  * The client address behind proxies (DESIGN §6), one rule for both HTTP layers: the
@@ -7,7 +7,7 @@ import type { TrustedProxies } from '../api/trusted-proxies.js';
  * operator listed, so the client cannot choose it; everything further left it can.
  */
 
-export { trustedProxies, type TrustedProxies } from '../api/trusted-proxies.js';
+export { trustedProxies, type TrustedProxies } from '../domain/trusted-proxies.js';
 
 /**
  * The client's address. X-Forwarded-For is read only when the peer itself is a trusted

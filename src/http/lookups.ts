@@ -1,14 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { ENDPOINTS, type EndpointDef } from '../api/endpoints.js';
-import { failure, type Failure } from '../api/errors.js';
-import { newRequestId } from '../api/request-id.js';
-import { handleLookup, type LookupTrace } from '../gateway/lookup.js';
-import { errorAnswer, type Answer } from '../gateway/render.js';
+import { ENDPOINTS, type EndpointDef } from '../domain/endpoints.js';
+import { failure, type Failure } from '../domain/errors.js';
+import { newRequestId } from '../domain/request-id.js';
+import { handleLookup } from '../gateway/lookup.js';
 import type { ServerDeps } from '../server.js';
 import { logRequest } from '../obs/request-log.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
 import { TurnWrites } from './turn-writes.js';
+import type { LookupTrace } from '../domain/trace.js';
+import { errorAnswer, type Answer } from '../domain/answer.js';
 
 const BY_PATH: ReadonlyMap<string, EndpointDef> = new Map(ENDPOINTS.map((d) => [d.path, d]));
 const CONTENT_TYPE = 'application/json; charset=utf-8';

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { errorEnvelope, failure, type Failure } from '../api/errors.js';
-import { newRequestId } from '../api/request-id.js';
+import { errorEnvelope, failure, type Failure } from '../domain/errors.js';
+import { newRequestId } from '../domain/request-id.js';
 import type { ServerDeps } from '../server.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
 import { isV1Path } from './lookups.js';

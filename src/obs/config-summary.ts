@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { Config } from '../config.js';
-import { VERSION } from '../version.js';
+import { VERSION } from './version.js';
 
 /**
  * What the process runs with, for its first log line: enough to spot a wrong data directory,

@@ -1,4 +1,4 @@
-import type { DB } from '../store/db.js';
+import type { DB } from '../store/sqlite/db.js';
 import type { BreakerState } from '../upstream/types.js';
 import type { WriteGateState } from '../store/write-gate.js';
 

@@ -1,4 +1,4 @@
-import { ENDPOINT_NAMES } from '../api/endpoints.js';
+import { ENDPOINT_NAMES } from '../domain/endpoints.js';
 import type { BreakerState } from '../upstream/types.js';
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { endpointByPath } from '../api/endpoints.js';
+import { endpointByPath } from '../domain/endpoints.js';
 import type { UpstreamObserver } from '../upstream/types.js';
 import { registerGauges, type MetricsSources } from './metric-gauges.js';
 import { ANONYMOUS_REFUSALS, CACHE_STATUSES, CLIENT_ERROR_REASONS, KEYED_REFUSALS, LIMITED_ENDPOINTS, LOOKUP_ENDPOINTS, PROVIDER_STATUSES, grid } from './metric-labels.js';

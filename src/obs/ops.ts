@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { failure } from '../api/errors.js';
-import { bearerMatches, tokenDigest } from '../gateway/auth.js';
-import { sendFailure } from '../gateway/render.js';
+import { failure } from '../domain/errors.js';
 import type { Readiness } from './health.js';
 import { endpointLabel, type Metrics } from './metrics.js';
+import { bearerMatches, tokenDigest } from '../domain/keys.js';
+import { sendFailure } from '../http/fastify-reply.js';
 
 /** What the operations routes and hooks need from the app. */
 export interface OpsDeps {

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
-import type { LookupTrace } from '../gateway/guard.js';
 import type { Logger } from './logger.js';
+import type { LookupTrace } from '../domain/trace.js';
 
 const INFO = 30;
 

@@ -3,7 +3,7 @@
  * applied afterwards with their own seed, so a filter changes only what it should and the
  * base entity stays identical whichever variant was asked for.
  */
-import type { EntityKind } from '../api/endpoints.js';
+import type { EntityKind } from '../domain/endpoints.js';
 import type { Identity, SimRequest } from './params.js';
 import * as V from './random.js';
 import { hash32, rng, slugify, type Rng } from './random.js';

@@ -2,7 +2,7 @@
  * Fault rules: a queue of "next N matching requests misbehave like this". Checked in
  * insertion order so a test can stack e.g. one 512 followed by a permanent latency.
  */
-import { ERROR_CODES, type Failure } from '../api/errors.js';
+import { ERROR_CODES, type Failure } from '../domain/errors.js';
 import type { Fault, FaultRule } from './types.js';
 
 interface Slot {

@@ -2,8 +2,8 @@
  * Normal (unfaulted) processing of one /v1 request: auth, rate limit, route, validate,
  * lookup. Returns an answer value; writing it (latency, faults on the wire) is the server's.
  */
-import { endpointByPath } from '../api/endpoints.js';
-import { errorEnvelope, failure, type Failure } from '../api/errors.js';
+import { endpointByPath } from '../domain/endpoints.js';
+import { errorEnvelope, failure, type Failure } from '../domain/errors.js';
 import { lookup, SOURCE, type LookupDeps } from './lookup.js';
 import { parseRequest } from './params.js';
 import type { FixedWindow } from './ratelimit.js';

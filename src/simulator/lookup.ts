@@ -3,9 +3,9 @@
  * own cache, independent of Tollgate's, so `cached` answers cheaply only for entities some
  * earlier request fetched — which is what makes credit accounting in the gateway testable.
  */
-import type { EndpointName } from '../api/endpoints.js';
-import { failure, type Failure } from '../api/errors.js';
-import type { Clock } from '../clock.js';
+import type { EndpointName } from '../domain/endpoints.js';
+import { failure, type Failure } from '../domain/errors.js';
+import type { Clock } from '../domain/clock.js';
 import { companyData, echoIds, profileData, universalName } from './data.js';
 import type { Identity, SimRequest } from './params.js';
 import { allPosts, pagePosts, type Pagination } from './posts.js';

@@ -11,8 +11,8 @@ import {
   type EndpointDef,
   type EntityKind,
   type Strategy,
-} from '../api/endpoints.js';
-import { failure, type Failure } from '../api/errors.js';
+} from '../domain/endpoints.js';
+import { failure, type Failure } from '../domain/errors.js';
 
 /** The network's domain; the spec neutralises the brand, the simulator mimics the real one. */
 export const NETWORK_DOMAIN = 'linkedin.com';

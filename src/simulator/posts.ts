@@ -5,7 +5,7 @@
  * is numeric order); `sort_field=post_date` is newest first, ties broken by id descending.
  * Ids are random rather than time-ordered so the two sort fields give visibly different pages.
  */
-import type { EntityKind } from '../api/endpoints.js';
+import type { EntityKind } from '../domain/endpoints.js';
 import { seedOf } from './data.js';
 import type { Identity } from './params.js';
 import { WORDS, rng } from './random.js';

@@ -2,7 +2,7 @@
  * The provider's own per-key rate limit: a fixed window on the injected clock. Without a
  * configured limit it still counts against a large one so the headers stay truthful.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../domain/clock.js';
 
 export const UNLIMITED = { limit: 1_000_000, windowMs: 60_000 };
 

@@ -4,10 +4,10 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { EndpointName } from '../api/endpoints.js';
-import { failure } from '../api/errors.js';
-import { newRequestId } from '../api/request-id.js';
-import { systemClock, type Clock } from '../clock.js';
+import type { EndpointName } from '../domain/endpoints.js';
+import { failure } from '../domain/errors.js';
+import { newRequestId } from '../domain/request-id.js';
+import { systemClock, type Clock } from '../domain/clock.js';
 import { CONTROL_PREFIX, handleControl } from './control.js';
 import { isSourceFailure, statusFailure, FaultBook } from './faults.js';
 import { errorAnswer, handleApi, type Answer, type ApiContext } from './handler.js';

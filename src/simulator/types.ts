@@ -1,5 +1,5 @@
-import type { EndpointName } from '../api/endpoints.js';
-import type { Clock } from '../clock.js';
+import type { EndpointName } from '../domain/endpoints.js';
+import type { Clock } from '../domain/clock.js';
 
 export interface SimulatorOptions {
   /** Default 0 (ephemeral). */

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../domain/clock.js';
 
 /** A write the gate refused without trying it: the database failed recently and is cooling down. */
 export class StorageUnavailable extends Error {

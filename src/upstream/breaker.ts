@@ -1,5 +1,5 @@
-import { ENDPOINTS } from '../api/endpoints.js';
-import type { Clock } from '../clock.js';
+import { ENDPOINTS } from '../domain/endpoints.js';
+import type { Clock } from '../domain/clock.js';
 import type { BreakerState, UpstreamCall, UpstreamFailureKind, UpstreamOutcome } from './types.js';
 
 /**

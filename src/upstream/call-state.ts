@@ -1,4 +1,4 @@
-import type { Failure } from '../api/errors.js';
+import type { Failure } from '../domain/errors.js';
 import type { BreakerPermit } from './breaker.js';
 import type { AttemptResult } from './http.js';
 import type { CallState } from './judge.js';

@@ -1,5 +1,5 @@
-import { failure } from '../api/errors.js';
-import { systemClock, type Clock } from '../clock.js';
+import { failure } from '../domain/errors.js';
+import { systemClock, type Clock } from '../domain/clock.js';
 import type { Logger } from '../obs/logger.js';
 import { CircuitBreaker, entityOf, type BreakerPermit, type BreakerVerdict } from './breaker.js';
 import { quick, startCall, type AdmittedCall, type Begun } from './call-state.js';

@@ -1,4 +1,4 @@
-import { failure, type Failure } from '../api/errors.js';
+import { failure, type Failure } from '../domain/errors.js';
 import { verdictFor, type BreakerVerdict } from './breaker.js';
 import type { AttemptResult } from './http.js';
 import { classifyAnswer } from './map.js';

@@ -1,4 +1,4 @@
-import { ERROR_CODES, failure, type Failure, type RegistryCode } from '../api/errors.js';
+import { ERROR_CODES, failure, type Failure, type RegistryCode } from '../domain/errors.js';
 import { topLevelMembers } from './json-members.js';
 import type { ProviderMeta, UpstreamFailureKind } from './types.js';
 

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../domain/clock.js';
 
 export interface ShaperOptions {
   readonly maxConcurrency: number;

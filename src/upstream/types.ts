@@ -1,4 +1,4 @@
-import type { Failure } from '../api/errors.js';
+import type { Failure } from '../domain/errors.js';
 import type { BreakerSettings } from './breaker.js';
 
 /** Provider `meta` as received (spec §2.3); extra fields are kept. */

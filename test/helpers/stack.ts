@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { createApp, type App } from '../../src/app.js';
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/domain/clock.js';
 import { validateConfig } from '../../src/config.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
-import type { NewKey } from '../../src/store/keys.js';
+import type { NewKey } from '../../src/domain/keys.js';
 
 export const SIM_KEY = 'sim_provider_key_for_tests_0123456789';
 

@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CACHE_MIGRATIONS, CacheStore, type CacheEntry, type NewEntry } from '../../src/store/cache.js';
-import { openDatabase, type DB } from '../../src/store/db.js';
+import { CACHE_MIGRATIONS, CacheStore } from '../../src/store/sqlite/cache.js';
+import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import type { CacheEntry, NewEntry } from '../../src/domain/cache-entry.js';
 
 let dir: string;
 let file: string;

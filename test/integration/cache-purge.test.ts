@@ -3,10 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { purgeInBatches } from '../../src/store/cache-purge.js';
-import { CACHE_MIGRATIONS, CacheStore, type NewEntry } from '../../src/store/cache.js';
-import { openDatabase, type DB } from '../../src/store/db.js';
-import { ReadWorker } from '../../src/store/read-worker.js';
+import { purgeInBatches } from '../../src/store/sqlite/cache-purge.js';
+import { CACHE_MIGRATIONS, CacheStore } from '../../src/store/sqlite/cache.js';
+import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import { ReadWorker } from '../../src/store/sqlite/read-worker.js';
+import type { NewEntry } from '../../src/domain/cache-entry.js';
 
 let dir: string;
 let db: DB;

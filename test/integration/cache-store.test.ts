@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import { runCli } from '../helpers/cli.js';
 import { profileUrl, startStack, type Stack } from '../helpers/stack.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import { companyUrl, enc, profileUrl, startStack, type Stack } from '../helpers/stack.js';
 
 const clock = new FakeClock(Date.UTC(2026, 5, 1));

@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Checkpointer } from '../../src/store/checkpointer.js';
-import { openDatabase, type DB } from '../../src/store/db.js';
+import { Checkpointer } from '../../src/store/sqlite/checkpointer.js';
+import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
 import { startStack } from '../helpers/stack.js';
 
 const dirs: string[] = [];
@@ -176,7 +176,7 @@ describe('Checkpointer', () => {
     const db = openDatabase(file, MIGRATIONS, { autoCheckpoint: false });
     fill(db, 0, ROWS);
     const base = size(file);
-    const src = join(import.meta.dirname, '../../src/store/checkpointer.ts');
+    const src = join(import.meta.dirname, '../../src/store/sqlite/checkpointer.ts');
     // The script waits (on its own timers) until the timer's checkpoints have reached the
     // database file, then ends with the Checkpointer still running.
     const script = `

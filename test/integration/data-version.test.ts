@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase, type DB } from '../../src/store/db.js';
-import { DataVersionWatch } from '../../src/store/data-version.js';
+import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import { DataVersionWatch } from '../../src/store/sqlite/data-version.js';
 
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
 let dir = '';

@@ -2,11 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
-import { authenticate, keyRefusal } from '../../src/gateway/auth.js';
-import { openDatabase, type DB } from '../../src/store/db.js';
-import { KeyStore, type FoundKey } from '../../src/store/keys.js';
-import { MAIN_MIGRATIONS } from '../../src/store/schema.js';
+import { FakeClock } from '../../src/domain/clock.js';
+import { authenticate } from '../../src/gateway/auth.js';
+import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import { KeyStore } from '../../src/store/sqlite/keys.js';
+import { MAIN_MIGRATIONS } from '../../src/store/sqlite/schema.js';
+import { keyRefusal, type FoundKey } from '../../src/domain/keys.js';
 
 /**
  * KeyStore.findBySecret answers from memory. These tests hold it to answering exactly what

@@ -2,10 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BudgetStore, PROVIDER_SCOPE } from '../../src/store/budgets.js';
-import { openDatabase, type DB } from '../../src/store/db.js';
-import { LedgerStore, type LedgerRow } from '../../src/store/ledger.js';
-import { MAIN_MIGRATIONS } from '../../src/store/schema.js';
+import { BudgetStore } from '../../src/store/sqlite/budgets.js';
+import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import { LedgerStore } from '../../src/store/sqlite/ledger.js';
+import { MAIN_MIGRATIONS } from '../../src/store/sqlite/schema.js';
+import { PROVIDER_SCOPE } from '../../src/domain/credits.js';
+import type { LedgerRow } from '../../src/domain/ledger.js';
 
 /**
  * A ledger row that fails for a reason of its own (not a lock, not a full disk) must neither

@@ -6,11 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
-import type { RatePolicy } from '../../src/gateway/ratelimit.js';
-import { openDatabase, type DB } from '../../src/store/db.js';
-import { LimitStore } from '../../src/store/limits.js';
-import { MAIN_MIGRATIONS } from '../../src/store/schema.js';
+import { FakeClock } from '../../src/domain/clock.js';
+import type { RatePolicy } from '../../src/domain/rate-limit.js';
+import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import { LimitStore } from '../../src/store/sqlite/limits.js';
+import { MAIN_MIGRATIONS } from '../../src/store/sqlite/schema.js';
 
 const HOUR = 3_600_000;
 const hour: RatePolicy = { limit: 100, windowMs: HOUR, name: 'hour', enforced: true };

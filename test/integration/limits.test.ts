@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import { startStack, type Reply, type Stack } from '../helpers/stack.js';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 10, 0, 0));

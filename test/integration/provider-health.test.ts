@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import type { Fault } from '../../src/simulator/types.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
 
 const KEY = 'sim_provider_key';

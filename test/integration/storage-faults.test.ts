@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import { holdWriteLock } from '../helpers/lock.js';
 import { profileUrl, startStack, type Reply, type Stack } from '../helpers/stack.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import { validateConfig } from '../../src/config.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import type { Fault, Simulator } from '../../src/simulator/types.js';

@@ -12,7 +12,7 @@ import {
   remaining,
   type Budget,
   type Period,
-} from '../../src/gateway/credits.js';
+} from '../../src/domain/credits.js';
 
 const iso = (t: number) => new Date(t).toISOString();
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES } from '../../src/api/errors.js';
+import { ERROR_CODES } from '../../src/domain/errors.js';
 
 const README = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
 

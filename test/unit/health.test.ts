@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { probeWritable, readiness } from '../../src/obs/health.js';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-health-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { CacheEntry } from '../../src/store/cache-entry.js';
-import { HitCounts } from '../../src/store/hit-counts.js';
+import { HitCounts } from '../../src/store/sqlite/hit-counts.js';
+import type { StoredEntry } from '../../src/store/sqlite/cache-entry.js';
 
-const row = (id: number) => ({ id }) as CacheEntry;
+const row = (id: number) => ({ id }) as StoredEntry;
 
 type Op = { t: 'hit'; id: number; at: number } | { t: 'miss' } | { t: 'forget'; id: number } | { t: 'forgetRows' };
 const op: fc.Arbitrary<Op> = fc.oneof(

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalUrl } from '../../src/api/identity.js';
+import { canonicalUrl } from '../../src/domain/identity.js';
 
 const D = 'linkedin.com';
 const canon = (u: string, kind: 'profile' | 'company' = 'profile') => {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { endpointByName, type EndpointName } from '../../src/api/endpoints.js';
-import { isFailure } from '../../src/api/errors.js';
-import { cacheKey, parseLookup, positiveId, upstreamQuery, type LookupRequest } from '../../src/api/params.js';
+import { endpointByName, type EndpointName } from '../../src/domain/endpoints.js';
+import { isFailure } from '../../src/domain/errors.js';
+import { cacheKey, parseLookup, positiveId, upstreamQuery, type LookupRequest } from '../../src/domain/params.js';
 
 const D = 'linkedin.com';
 const parse = (ep: EndpointName, q: string) => parseLookup(endpointByName(ep), q, D);

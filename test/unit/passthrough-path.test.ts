@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { passthroughAllowed } from '../../src/gateway/passthrough-path.js';
+import { passthroughAllowed } from '../../src/domain/passthrough-path.js';
 
 const PATTERNS = ['/v1/credits', '/v1/extra/*'];
 const PREFIX = '/v1/extra/';

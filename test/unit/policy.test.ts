@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { Strategy } from '../../src/api/endpoints.js';
+import type { Strategy } from '../../src/domain/endpoints.js';
 import { validateConfig } from '../../src/config.js';
 import { satisfies } from '../../src/gateway/coalesce.js';
-import { decide, freshAsOfAnswer, staleEligible, type EntryFacts } from '../../src/gateway/policy.js';
+import { decide, freshAsOfAnswer, staleEligible, type EntryFacts } from '../../src/domain/cache-policy.js';
 
 // ttl 100 s, stale ttl 1000 s for profile; 404 replayed 50 s, 513 for 500 s.
 const cfg = validateConfig({

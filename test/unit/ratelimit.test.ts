@@ -13,7 +13,7 @@ import {
   windowStart,
   type PolicyCount,
   type RatePolicy,
-} from '../../src/gateway/ratelimit.js';
+} from '../../src/domain/rate-limit.js';
 
 const T0 = Date.UTC(2026, 0, 1, 10, 30, 15, 250);
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withRequestId, type Answer } from '../../src/gateway/render.js';
+import { withRequestId, type Answer } from '../../src/domain/answer.js';
 
 const answer = (body: string): Answer => ({ status: 200, headers: {}, body });
 const OURS = 'req_01HZZZZZZZZZZZZZZZZZZZZZZZ';

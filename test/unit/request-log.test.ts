@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import type { LookupTrace } from '../../src/gateway/guard.js';
 import { createLogger } from '../../src/obs/logger.js';
 import { logRequest, pathOf, type RequestFields } from '../../src/obs/request-log.js';
+import type { LookupTrace } from '../../src/domain/trace.js';
 
 function capture(level = 'info') {
   const lines: string[] = [];

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { REDACTED, scrubText, SecretScrubber } from '../../src/gateway/scrub.js';
+import { REDACTED, scrubText, SecretScrubber } from '../../src/upstream/scrub.js';
 
 const KEY = 'sim_provider_key_for_tests_0123456789';
 

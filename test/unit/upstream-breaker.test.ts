@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import { CircuitBreaker, entityOf, verdictFor, type BreakerSettings } from '../../src/upstream/breaker.js';
 import type { BreakerState, UpstreamFailureKind, UpstreamOutcome } from '../../src/upstream/types.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock, systemClock } from '../../src/clock.js';
+import { FakeClock, systemClock } from '../../src/domain/clock.js';
 import { Shaper, type SlotResult } from '../../src/upstream/shaper.js';
 
 const release = (r: SlotResult): void => {

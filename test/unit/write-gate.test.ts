@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FakeClock } from '../../src/clock.js';
+import { FakeClock } from '../../src/domain/clock.js';
 import { FlushTimer } from '../../src/store/flush-timer.js';
 import { StorageUnavailable, WriteGate } from '../../src/store/write-gate.js';
 

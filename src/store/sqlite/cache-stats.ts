@@ -1,13 +1,8 @@
 import type { ReadStatement } from './read-worker.js';
 
-export interface CacheStats {
-  entries: number;
-  bytes: number;
-  hits: number;
-  misses: number;
-  hitRatio: number | null;
-  byEndpoint: Record<string, { entries: number; bytes: number }>;
-}
+import type { CacheStats } from '../../domain/cache-entry.js';
+
+export type { CacheStats };
 
 export type EndpointTotals = { endpoint: string; n: number; b: number };
 export type Counter = { name: string; value: number };

@@ -1,6 +1,6 @@
-import { FlushTimer } from '../store/flush-timer.js';
-import type { KeyStore } from '../store/keys.js';
-import { gated, type WriteGate } from '../store/write-gate.js';
+import { FlushTimer } from './flush-timer.js';
+import type { KeyStore } from './sqlite/keys.js';
+import { gated, type WriteGate } from './write-gate.js';
 
 /**
  * Remembers when each key was last used and writes it in batches: a write per request

@@ -7,6 +7,9 @@
  * budget is overshot only by what in-flight calls cost beyond their estimates.
  */
 
+/** The scope of the provider-wide budget; key scopes are key ids (`key_…`). */
+export const PROVIDER_SCOPE = '*provider';
+
 export type Period = 'day' | 'week' | 'month';
 export const PERIODS: readonly Period[] = ['day', 'week', 'month'];
 

@@ -1,5 +1,4 @@
-import type { EndpointName, Strategy } from '../api/endpoints.js';
-import type { Config } from '../config.js';
+import type { EndpointName, Strategy } from './endpoints.js';
 
 /**
  * The cache policy of DESIGN §4 as a pure function: given the request, the stored entry (or
@@ -36,7 +35,14 @@ export type Decision =
       readonly staleFallback: boolean;
     };
 
-export type CachePolicyConfig = Readonly<Config['cache']>;
+/** The cache section of the configuration the policy reads (config.ts validates it). */
+export interface CachePolicyConfig {
+  /** Seconds a stored answer serves `strategy=cached`, per endpoint. */
+  readonly ttl: Readonly<Record<EndpointName, number>>;
+  /** Seconds a stored answer is kept for the stale fallback, per endpoint. */
+  readonly staleTtl: Readonly<Record<EndpointName, number>>;
+  readonly negativeTtl: { readonly notFound: number; readonly sourceNotFound: number };
+}
 
 const S = 1000;
 

@@ -2,38 +2,9 @@ import type { DB } from './db.js';
 import { DAY_MS, dayOf } from './ledger-rows.js';
 import type { ReadStatement } from './read-worker.js';
 
-export type UsageGroup = 'key' | 'day' | 'endpoint';
+import { UsageRangePruned, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 
-export interface UsageRow {
-  id: string;
-  name: string;
-  requests: number;
-  cache_hits: number;
-  credits: number;
-  credits_saved: number;
-  /** Part of `credits` charged at the reservation's estimate (see LedgerRow.unsettled). */
-  unsettled_credits: number;
-}
-
-/**
- * A usage range one of whose edges falls inside a UTC day whose raw rows were pruned: only
- * that day's totals survive, so the part of the day inside the range cannot be told apart.
- */
-export class UsageRangePruned extends Error {
-  override name = 'UsageRangePruned';
-  constructor(
-    readonly edge: 'from' | 'to',
-    readonly at: number,
-    /** First UTC day (ms) whose raw rows are all still held. */
-    readonly rawFrom: number,
-  ) {
-    const day = (t: number) => new Date(t).toISOString().slice(0, 10);
-    super(
-      `${edge}: ${new Date(at).toISOString()} falls inside ${day(at)}, whose raw ledger rows were pruned (ledger.retentionDays); ` +
-        `before ${day(rawFrom)}, the first day still held raw, a range must start and end at midnight UTC (whole days are kept as daily totals)`,
-    );
-  }
-}
+export { UsageRangePruned, type UsageGroup, type UsageRow };
 
 const GROUP_SQL: Record<UsageGroup, { id: string; name: string }> = {
   key: { id: 'u.key_id', name: 'COALESCE(k.name, u.key_id)' },

@@ -1,10 +1,13 @@
+import type { Ledger } from '../ports.js';
 import type { DB } from './db.js';
-import { FlushTimer } from './flush-timer.js';
-import { PROVIDER_SCOPE, type BudgetStore } from './budgets.js';
-import { DailyRollup, fill, FLUSH_CHUNK, LEDGER_COLUMNS, params, type LedgerRow } from './ledger-rows.js';
-import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement, type UsageGroup, type UsageRow } from './usage-report.js';
+import { FlushTimer } from '../flush-timer.js';
+import { type BudgetStore } from './budgets.js';
+import { DailyRollup, fill, FLUSH_CHUNK, LEDGER_COLUMNS, params } from './ledger-rows.js';
+import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
-import { gated, isStorageError, type WriteGate } from './write-gate.js';
+import { gated, isStorageError, type WriteGate } from '../write-gate.js';
+import { PROVIDER_SCOPE } from '../../domain/credits.js';
+import type { LedgerRow, UsageGroup, UsageRow } from '../../domain/ledger.js';
 
 export { FLUSH_CHUNK, type LedgerRow } from './ledger-rows.js';
 export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
@@ -38,7 +41,7 @@ export interface LedgerOptions {
  * Every transaction that inserts rows also adds them to the daily totals (DailyRollup), so
  * reports stay exact after raw rows are pruned (LedgerRetention).
  */
-export class LedgerStore {
+export class LedgerStore implements Ledger {
   private readonly insertStmt;
   private readonly insertChunkStmt;
   private readonly unsettledStmt;

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { StartupError, uidText } from '../startup-error.js';
+import { StartupError, uidText } from '../../domain/startup-error.js';
 
 export type DB = Database.Database;
 

@@ -1,8 +1,9 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../domain/clock.js';
 import type { DB } from './db.js';
-import { FlushTimer } from './flush-timer.js';
-import { gated, type WriteGate } from './write-gate.js';
-import { windowStart, type PolicyCount, type RatePolicy } from '../gateway/ratelimit.js';
+import { FlushTimer } from '../flush-timer.js';
+import { gated, type WriteGate } from '../write-gate.js';
+import { rateDecision, windowStart, type PolicyCount, type RatePolicy } from '../../domain/rate-limit.js';
+import type { RateCounters } from '../ports.js';
 
 /** Windows at least this long are written to tollgate.db and survive a restart. */
 export const PERSIST_FROM_MS = 3_600_000;
@@ -21,7 +22,7 @@ interface Window {
  * counters are memory-only: a restart forgives at most one short window. A crash (not a
  * clean stop) can lose the last `flushEveryMs` of counts.
  */
-export class LimitStore {
+export class LimitStore implements RateCounters {
   /**
    * By scope, then by window length. Two levels rather than one map keyed by a
    * "windowMs|scope" string: that string was built and hashed afresh at every look-up, several
@@ -67,6 +68,13 @@ export class LimitStore {
       }
       return { policy, count: w.count };
     });
+  }
+
+  /** Count one request if every policy admits it (one event loop: nothing runs between the check and the count). */
+  take(scope: string, policies: readonly RatePolicy[], now: number, durable: boolean): { taken: boolean; counts: PolicyCount[] } {
+    const counts = this.counts(scope, policies, now, durable);
+    if (!rateDecision(counts, now).allowed) return { taken: false, counts };
+    return { taken: true, counts: this.add(scope, policies, now, durable) };
   }
 
   private window(scope: string, policy: RatePolicy, now: number, durable: boolean): Window {

@@ -1,21 +1,20 @@
-import { ENDPOINT_NAMES } from '../api/endpoints.js';
+import type { ResponseCache } from '../ports.js';
+import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
-import { entryOf, type CacheEntry, type NewEntry } from './cache-entry.js';
+import { entryOf, type StoredEntry } from './cache-entry.js';
+import { STORED_STATUSES, type CacheEntry, type NewEntry, type CacheStats } from '../../domain/cache-entry.js';
 import { HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
 import { purgeWhere, type PurgeFilter } from './cache-purge.js';
-import { STATS_SQL, statsOf, type CacheStats, type Counter, type EndpointTotals } from './cache-stats.js';
+import { STATS_SQL, statsOf, type Counter, type EndpointTotals } from './cache-stats.js';
 import type { ReadWorker } from './read-worker.js';
-import { gated, type WriteGate } from './write-gate.js';
+import { gated, type WriteGate } from '../write-gate.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
-export type { CacheEntry, NewEntry } from './cache-entry.js';
 export type { CacheStats } from './cache-stats.js';
 export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
 
-/** The answers the cache stores: data, and the provider's 404 and 513 for the negative cache. */
-export const STORED_STATUSES = [200, 404, 513] as const;
 
 /** A row as `getStmt` returns it in raw mode (arrays are cheaper to build than objects). */
 type RawRow = [
@@ -54,7 +53,7 @@ export interface CacheStoreOptions {
   reader?: ReadWorker;
 }
 
-export class CacheStore {
+export class CacheStore implements ResponseCache {
   private readonly getStmt;
   private readonly oldStmt;
   private readonly putStmt;
@@ -93,7 +92,7 @@ export class CacheStore {
     this.oldStmt = db.prepare<[string], number>('SELECT size FROM entries WHERE key = ?').pluck();
     // An update in place keeps the rowid, which `access` refers to.
     this.putStmt = db
-      .prepare<[Omit<CacheEntry, 'id'>], number>(
+      .prepare<[CacheEntry], number>(
         `INSERT INTO entries
           (key, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size, last_access)
           VALUES (@key, @endpoint, @identity, @status, @data, @meta, @errorCode, @errorMessage, @storedAt, @freshAsOf, @credits, @size, @storedAt)
@@ -123,13 +122,13 @@ export class CacheStore {
     this.readTotals();
   }
 
-  get(key: string): CacheEntry | null {
+  get(key: string): StoredEntry | null {
     if (this.hot.maxBytes > 0) this.sync();
     const held = this.hot.get(key);
     if (held !== undefined) return held;
     const r = this.getStmt.get(key);
     if (!r) return null;
-    const e: CacheEntry = {
+    const e: StoredEntry = {
       id: r[0],
       key,
       endpoint: r[1],
@@ -169,7 +168,7 @@ export class CacheStore {
 
   /** Count a hit on an entry `get` returned. */
   recordHit(e: CacheEntry, at: number): void {
-    this.counts.hit(e, at);
+    this.counts.hit(e as StoredEntry, at);
   }
 
   recordMiss(): void {

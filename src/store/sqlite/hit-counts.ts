@@ -1,4 +1,4 @@
-import type { CacheEntry } from './cache-entry.js';
+import type { StoredEntry } from './cache-entry.js';
 
 /** What a flush writes: per-row counts in rowid order, and the totals for the `counters` table. */
 export interface HitBatch {
@@ -19,7 +19,7 @@ export class HitCounts {
   private hits = 0;
   private misses = 0;
 
-  hit(e: CacheEntry, at: number): void {
+  hit(e: StoredEntry, at: number): void {
     this.hits++;
     const r = this.rows.get(e.id);
     if (r) {

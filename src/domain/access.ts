@@ -1,6 +1,6 @@
-import type { EndpointDef, Strategy } from '../api/endpoints.js';
-import { failure, type Failure } from '../api/errors.js';
-import type { ApiKey } from '../store/keys.js';
+import type { EndpointDef, Strategy } from './endpoints.js';
+import { failure, type Failure } from './errors.js';
+import type { ApiKey } from './keys.js';
 
 /** Pure scope decision (DESIGN §2 step 6): a null scope list means "all". */
 export function accessRefusal(key: ApiKey, endpoint: EndpointDef, strategy: Strategy): Failure | null {

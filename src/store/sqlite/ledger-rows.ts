@@ -1,31 +1,8 @@
 import type { DB } from './db.js';
 
-/** One answered request of an authenticated key (DESIGN §6). */
-export interface LedgerRow {
-  readonly requestId: string;
-  readonly ts: number;
-  readonly keyId: string;
-  /** `profile`, `profile_posts`, `company`, `company_posts` or `passthrough`. */
-  readonly endpoint: string;
-  /** Canonical identity; the path for pass-through; null when refused before parsing. */
-  readonly identity: string | null;
-  /** HIT, MISS, REFRESH, STALE, BYPASS; null when the cache was not consulted. */
-  readonly cache: string | null;
-  readonly status: number;
-  readonly code: string | null;
-  /** Credits the shared provider key paid for this request. */
-  readonly credits: number;
-  /** Credits a local answer saved (what the stored fetch cost). */
-  readonly creditsSaved: number;
-  readonly upstreamMs: number | null;
-  readonly totalMs: number | null;
-  readonly upstreamRequestId: string | null;
-  /**
-   * The charge is the reservation's estimate, not a figure the provider reported: the call's
-   * answer never came (deadline, crash) but the provider may have billed it.
-   */
-  readonly unsettled?: boolean;
-}
+import type { LedgerRow } from '../../domain/ledger.js';
+
+export type { LedgerRow };
 
 export const DAY_MS = 86_400_000;
 

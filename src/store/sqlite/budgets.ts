@@ -1,19 +1,8 @@
-import { PERIODS, periodStart, type Period } from '../gateway/credits.js';
+import { budgetState, PERIODS, periodStart, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
+import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
+import type { Reservation } from '../../domain/ledger.js';
 import type { DB } from './db.js';
-import { gated, type WriteGate } from './write-gate.js';
-
-/** The scope of the provider-wide budget; key scopes are key ids (`key_…`). */
-export const PROVIDER_SCOPE = '*provider';
-
-/** What is written before a provider call: enough to charge it if its answer never comes. */
-export interface Reservation {
-  readonly requestId: string;
-  readonly ts: number;
-  readonly keyId: string;
-  readonly endpoint: string;
-  readonly identity: string | null;
-  readonly estimate: number;
-}
+import { gated, type WriteGate } from '../write-gate.js';
 
 interface Usage {
   start: number;
@@ -35,7 +24,7 @@ interface Usage {
  * the table in the transaction that writes its ledger row (LedgerStore), and one left behind
  * by a dead process is charged at its estimate when the next one starts.
  */
-export class BudgetStore {
+export class BudgetStore implements Credits {
   private readonly usage = new Map<string, Usage>();
   private readonly reservations = new Map<string, { scopes: readonly string[]; amount: number }>();
   private readonly reservedBy = new Map<string, number>();
@@ -87,6 +76,31 @@ export class BudgetStore {
     this.release(r.requestId);
     this.reservations.set(r.requestId, { scopes, amount: r.estimate });
     for (const s of scopes) this.reservedBy.set(s, this.reserved(s) + r.estimate);
+  }
+
+  /** Every budget's state, per scope in the order given. */
+  states(limits: readonly ScopeBudgets[], now: number): BudgetState[][] {
+    return limits.map(({ scope, budgets }) => {
+      const reserved = this.reserved(scope);
+      return budgets.map((b) => budgetState(b, this.used(scope, b.period, now), reserved, now));
+    });
+  }
+
+  /**
+   * Check and reserve in one synchronous step: with one event loop, concurrent requests see
+   * each other's reservations, so a budget is never oversubscribed by estimates.
+   */
+  tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): RefusingBudget | null {
+    const states = this.states(limits, r.ts);
+    for (let i = 0; i < limits.length; i++) {
+      const state = refusingBudget(states[i]!, r.estimate);
+      if (state) return { scope: limits[i]!.scope, state };
+    }
+    this.reserve(
+      r,
+      limits.map((l) => l.scope),
+    );
+    return null;
   }
 
   /** The estimate reserved for `requestId`, or null when it holds no reservation. */

@@ -6,7 +6,7 @@
  * refused rather than interpreted: a path is allowed only if every reading of it is itself.
  */
 
-import { ENDPOINTS } from '../api/endpoints.js';
+import { ENDPOINTS } from './endpoints.js';
 
 /** Literal characters allowed in a segment: RFC 3986 pchar without `;` and without `%`. */
 const LITERAL = /^[A-Za-z0-9._~!$&'()*+,=:@-]$/;

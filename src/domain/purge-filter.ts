@@ -1,6 +1,6 @@
-import { isEndpointName, type EndpointName } from '../api/endpoints.js';
-import { canonicalUrl } from '../api/identity.js';
-import { positiveId } from '../api/params.js';
+import { isEndpointName, type EndpointName } from './endpoints.js';
+import { canonicalUrl } from './identity.js';
+import { positiveId } from './params.js';
 
 /** Which cache entries to delete; shared by the CLI and the admin API. */
 export interface PurgeFilter {

@@ -1,5 +1,4 @@
-import type { FastifyReply } from 'fastify';
-import { errorEnvelope, type Failure } from '../api/errors.js';
+import { errorEnvelope, type Failure } from './errors.js';
 
 /** What the HTTP layer sends: status, headers and a ready JSON body. */
 export interface Answer {
@@ -25,16 +24,6 @@ export function errorAnswer(f: Failure, requestId: string, extra?: Record<string
  */
 export function successBody(requestId: string, dataText: string, metaText: string): string {
   return `{"request_id":${JSON.stringify(requestId)},"data":${dataText},"meta":${metaText}}`;
-}
-
-/** Send an Answer, remembering its error code for the log line and metrics. */
-export function sendAnswer(reply: FastifyReply, a: Answer) {
-  if (a.errorCode) reply.request.errorCode = a.errorCode;
-  return reply.code(a.status).headers(a.headers).type('application/json; charset=utf-8').send(a.body);
-}
-
-export function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
-  return sendAnswer(reply, errorAnswer(f, reply.request.id, extra));
 }
 
 /**

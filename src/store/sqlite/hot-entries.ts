@@ -1,4 +1,4 @@
-import { entryOf, type CacheEntry } from './cache-entry.js';
+import { entryOf, type StoredEntry } from './cache-entry.js';
 
 /**
  * What `memoryMaxBytes` is when not given: ~1,500 profile-sized entries. Measured at 1M entries,
@@ -12,7 +12,7 @@ const MEMORY_OVERHEAD = 256;
  * The heap an entry held in memory takes, at most: V8 keeps a string with any character
  * beyond Latin-1 at two bytes per character (a profile with one "…" in it is such a string).
  */
-function memoryCharge(e: CacheEntry): number {
+function memoryCharge(e: StoredEntry): number {
   const chars = (x: string | null) => (x === null ? 0 : x.length);
   return 2 * (chars(e.key) + chars(e.endpoint) + chars(e.identity) + chars(e.data) + chars(e.meta) + chars(e.errorCode) + chars(e.errorMessage)) + MEMORY_OVERHEAD;
 }
@@ -50,7 +50,7 @@ export class HotEntries {
   }
 
   /** The entry held for `key`, now the most recently used, or undefined. */
-  get(key: string): CacheEntry | undefined {
+  get(key: string): StoredEntry | undefined {
     const held = this.memory.get(key);
     if (held === undefined) return undefined;
     this.touch(held);
@@ -68,12 +68,12 @@ export class HotEntries {
    * every one in the old generation (pretenuring), and each read would leave old-generation
    * garbage behind (measured: 3x the old-generation growth, +6–12 µs a hit).
    */
-  offer(e: CacheEntry): void {
+  offer(e: StoredEntry): void {
     if (this.admit(e)) this.remember(entryOf(e, e.size, e.id));
   }
 
   /** An entry just written: held as it is, replacing any held for its key. */
-  put(e: CacheEntry): void {
+  put(e: StoredEntry): void {
     this.remember(e);
   }
 
@@ -94,7 +94,7 @@ export class HotEntries {
   }
 
   /** Whether an entry just read from SQLite should be held in memory. */
-  private admit(e: CacheEntry): boolean {
+  private admit(e: StoredEntry): boolean {
     if (this.maxBytes === 0) return false;
     if (this.memoryBytes + memoryCharge(e) <= this.maxBytes) return true;
     const rowid = e.id;
@@ -107,7 +107,7 @@ export class HotEntries {
     return false;
   }
 
-  private remember(e: CacheEntry): void {
+  private remember(e: StoredEntry): void {
     this.forget(e.key);
     const charge = memoryCharge(e);
     if (charge > this.maxBytes) return;
@@ -145,7 +145,7 @@ export class HotEntries {
 
 /** An entry held in memory: a node of HotEntries' recency list. */
 interface Held {
-  readonly entry: CacheEntry;
+  readonly entry: StoredEntry;
   readonly charge: number;
   prev: Held | null;
   next: Held | null;

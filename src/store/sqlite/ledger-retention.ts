@@ -1,6 +1,6 @@
 import type { DB } from './db.js';
 import { DAY_MS, dayOf } from './ledger-rows.js';
-import { gated, type WriteGate } from './write-gate.js';
+import { gated, type WriteGate } from '../write-gate.js';
 
 /** Raw rows deleted per transaction: a few milliseconds of the write lock, then the event loop's turn. */
 export const PRUNE_BATCH_ROWS = 1_000;

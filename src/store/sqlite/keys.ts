@@ -1,54 +1,15 @@
-import { hash as oneShotHash, randomBytes, randomInt } from 'node:crypto';
+import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
 import type { DB } from './db.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../domain/clock.js';
 import { DataVersionWatch } from './data-version.js';
+import type { Keys } from '../ports.js';
 
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-const SECRET_CHARS = 40;
-const PREFIX_CHARS = 11; // "tg_" + 8: enough to tell keys apart in lists, useless to guess with
 /**
  * Most secret hashes findBySecret remembers (a key is there at most twice: current and previous
  * secret). Reaching it clears the map: simpler than LRU, and a deployment with more live keys
  * than this only pays the SQLite read it paid before the cache existed.
  */
 const FOUND_CACHE_MAX = 10_000;
-
-export interface ApiKey {
-  readonly id: string;
-  readonly name: string;
-  readonly owner: string | null;
-  readonly prefix: string;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-  readonly expiresAt: number | null;
-  readonly revokedAt: number | null;
-  /**
-   * Written in batches (UsageTracker), so never exact; on a key from findBySecret it is as of
-   * when that key was cached, possibly much older. Read it from get() or list().
-   */
-  readonly lastUsedAt: number | null;
-  readonly rate: string | null;
-  readonly credits: string | null;
-  readonly endpoints: readonly string[] | null;
-  readonly strategies: readonly string[] | null;
-  readonly cacheIsolated: boolean;
-  /** Until when the secret replaced by the last rotation still authenticates; null if never rotated. */
-  readonly previousExpiresAt: number | null;
-}
-
-export interface NewKey {
-  name: string;
-  owner?: string | null;
-  expiresAt?: number | null;
-  rate?: string | null;
-  credits?: string | null;
-  endpoints?: readonly string[] | null;
-  strategies?: readonly string[] | null;
-  cacheIsolated?: boolean;
-}
-
-/** A change to a key: an absent field stays as it is; null clears it. */
-export type KeyPatch = Partial<NewKey>;
 
 interface Row {
   id: string;
@@ -69,27 +30,6 @@ interface Row {
   prev_expires_at: number | null;
 }
 
-/** Uniform base62 (rejection-free via randomInt) so every character carries log2(62) bits. */
-function base62(n: number): string {
-  let s = '';
-  for (let i = 0; i < n; i++) s += BASE62[randomInt(62)];
-  return s;
-}
-
-/** Same digest as createHash('sha256') over UTF-8; the one-shot form costs a third of it, on every request. */
-export function hashSecret(secret: string): string {
-  return oneShotHash('sha256', secret, 'hex');
-}
-
-export function newKeyId(): string {
-  return 'key_' + randomBytes(12).toString('hex');
-}
-
-export interface FoundKey {
-  readonly key: ApiKey;
-  /** The secret is the one the last rotation replaced (valid until `key.previousExpiresAt`). */
-  readonly previous: boolean;
-}
 
 /**
  * Writes made through any KeyStore on a connection, per connection: SQLite's data_version
@@ -107,7 +47,7 @@ const ownWrites = new WeakMap<DB, { n: number }>();
  * a key. Changes made with plain SQL on this connection are not seen; make them through a
  * KeyStore.
  */
-export class KeyStore {
+export class KeyStore implements Keys {
   private readonly insertStmt;
   private readonly byHashStmt;
   private readonly byIdStmt;
@@ -147,7 +87,7 @@ export class KeyStore {
   }
 
   create(input: NewKey): { key: ApiKey; secret: string } {
-    const secret = 'tg_' + base62(SECRET_CHARS);
+    const secret = newSecret();
     const id = newKeyId();
     const now = this.clock.now();
     this.insertStmt.run({
@@ -226,7 +166,7 @@ export class KeyStore {
    * ends the first one's overlap. Null when the key does not exist or is revoked.
    */
   rotate(id: string, overlapMs: number): { key: ApiKey; secret: string } | null {
-    const secret = 'tg_' + base62(SECRET_CHARS);
+    const secret = newSecret();
     const now = this.clock.now();
     const changed = this.rotateStmt.run({ id, now, prevExpires: now + overlapMs, hash: hashSecret(secret), prefix: secret.slice(0, PREFIX_CHARS) }).changes;
     this.wrote();

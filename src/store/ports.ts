@@ -1,0 +1,207 @@
+import type { CacheEntry, CacheStats, NewEntry } from '../domain/cache-entry.js';
+import type { Budget, BudgetState, Period } from '../domain/credits.js';
+import type { ApiKey, FoundKey, KeyPatch, NewKey } from '../domain/keys.js';
+import type { LedgerRow, Reservation, UsageGroup, UsageRow } from '../domain/ledger.js';
+import type { PurgeFilter } from '../domain/purge-filter.js';
+import type { PolicyCount, RatePolicy } from '../domain/rate-limit.js';
+
+/*
+ * The storage ports: what the pipeline, the admin API and the CLI need from storage, and all
+ * a backend implements. The embedded SQLite backend (store/sqlite/) answers with values, so
+ * the hit path never waits for a promise; a network backend (PostgreSQL, Redis) answers with
+ * promises. Callers handle both (see `settle` below): nothing above this file may assume a
+ * call returns before the next one starts.
+ *
+ * A storage failure surfaces as a thrown error (a rejected promise): StorageUnavailable
+ * (write-gate.ts) when the backend is refusing writes for a while, the driver's own error
+ * otherwise. Refusals that are decisions (a budget exhausted, a rate limit reached) are values.
+ */
+
+/** A value now, or later. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** Whether `v` is a promise (a backend that awaits) rather than a value (one that does not). */
+export function isPromise<T>(v: MaybePromise<T>): v is Promise<T> {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
+/** API keys: secrets stored only as hashes (domain/keys.ts), found by the hash of a presented secret. */
+export interface Keys {
+  /**
+   * The key a presented secret belongs to, whatever its state, or null. Called on every
+   * request: a backend answers from memory and drops what it remembers when keys change
+   * (here or through any other process, within 2 s).
+   */
+  findBySecret(secret: string): MaybePromise<FoundKey | null>;
+  get(id: string): MaybePromise<ApiKey | null>;
+  list(): MaybePromise<ApiKey[]>;
+  create(input: NewKey): MaybePromise<{ key: ApiKey; secret: string }>;
+  /** Null when there is no such key. */
+  update(id: string, patch: KeyPatch): MaybePromise<ApiKey | null>;
+  /** A new secret; the replaced one works for `overlapMs` more. Null when missing or revoked. */
+  rotate(id: string, overlapMs: number): MaybePromise<{ key: ApiKey; secret: string } | null>;
+  /** False when the key does not exist or was already revoked. */
+  revoke(id: string): MaybePromise<boolean>;
+}
+
+/** When each key was last used: noted per request, written behind in batches. */
+export interface LastUsed {
+  touch(keyId: string, at: number): void;
+  /** Write what is noted; throws (keeping it) when storage refuses. */
+  flush(): MaybePromise<void>;
+}
+
+/**
+ * Fixed-window request counters (domain/rate-limit.ts). A counter is addressed by scope,
+ * window length and window start, so an atomic increment with an expiry is all a shared
+ * backend needs. `durable` windows (an hour or longer, of keys) should survive a restart.
+ */
+export interface RateCounters {
+  /** The counts of `scope` in each policy's current window, counting nothing. */
+  counts(scope: string, policies: readonly RatePolicy[], now: number, durable: boolean): MaybePromise<PolicyCount[]>;
+  /** Count one request against every policy, whatever the counts. */
+  add(scope: string, policies: readonly RatePolicy[], now: number, durable: boolean): MaybePromise<PolicyCount[]>;
+  /**
+   * Atomically: when every policy admits one more request (rate-limit.ts `rateDecision`),
+   * count it and return the counts after; otherwise count nothing and return them as they are.
+   */
+  take(scope: string, policies: readonly RatePolicy[], now: number, durable: boolean): MaybePromise<{ taken: boolean; counts: PolicyCount[] }>;
+  /** Write what is batched. */
+  flush(): MaybePromise<void>;
+}
+
+/** The budgets of one scope: a key id, or PROVIDER_SCOPE (domain/credits.ts). */
+export interface ScopeBudgets {
+  readonly scope: string;
+  readonly budgets: readonly Budget[];
+}
+
+/** The budget that refused a reservation, and whose it is. */
+export interface RefusingBudget {
+  readonly scope: string;
+  readonly state: BudgetState;
+}
+
+/**
+ * Credits: settled usage per scope and period, and reservations of provider calls in flight,
+ * keyed by request id. A reservation is durable before the provider is called and ends only
+ * with its ledger row (Ledger.record), so one left by a crash is charged at the next start
+ * (Ledger.recoverAbandoned).
+ */
+export interface Credits {
+  /** Settled credits of `scope` in the period containing `now`. */
+  used(scope: string, period: Period, now: number): MaybePromise<number>;
+  /** Credits reserved by calls of `scope` in flight (across every process of a shared backend). */
+  reserved(scope: string): MaybePromise<number>;
+  /** Every budget's state, in the order given: one read for the X-Credits-* headers. */
+  states(limits: readonly ScopeBudgets[], now: number): MaybePromise<BudgetState[][]>;
+  /**
+   * Atomically check `r.estimate` against every budget of `limits` (domain/credits.ts
+   * `refusingBudget`, in order: the first scope refusing wins) and, if none refuses, reserve
+   * it against every scope and write the reservation durably. Returns the refusing budget,
+   * or null once reserved; throws when the reservation cannot be written (nothing reserved).
+   */
+  tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): MaybePromise<RefusingBudget | null>;
+  /** The estimate this process reserved for `requestId`, or null. */
+  reservedFor(requestId: string): number | null;
+  /** Reservations of this process not yet settled. */
+  inFlight(): number;
+}
+
+export interface LedgerBacklog {
+  /** Zero-credit rows queued for the next batch. */
+  readonly pending: number;
+  /** Charged rows whose first write failed, retried with back-off. */
+  readonly retrying: number;
+  /** Zero-credit rows dropped for lack of room while storage refused writes. */
+  readonly dropped: number;
+}
+
+/**
+ * The usage ledger: a row per answered request of a known key. A row that charged credits or
+ * held a reservation is written, with the budgets' usage and the end of its reservation, as
+ * one atomic change before `record` returns (or its promise resolves); zero-credit rows may
+ * be batched. `record` never throws for storage: a row that cannot be written is kept and
+ * retried, its reservation still holding the budget.
+ */
+export interface Ledger {
+  record(row: LedgerRow): MaybePromise<void>;
+  /** Write what is batched; throws (keeping the rows) when storage refuses. */
+  flush(): MaybePromise<void>;
+  backlog(): LedgerBacklog;
+  /** Usage totals over [from, to), grouped; rejects with UsageRangePruned (domain/ledger.ts). */
+  report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]>;
+  /** Charge every reservation a dead process left, at its estimate, marked unsettled. */
+  recoverAbandoned(): MaybePromise<{ requests: number; credits: number }>;
+}
+
+/** The response cache, addressed by cache key (domain/params.ts cacheKey). */
+export interface ResponseCache {
+  get(key: string): MaybePromise<CacheEntry | null>;
+  /** Store (or replace) an answer; throws when it cannot be written (the caller serves it anyway). */
+  put(entry: NewEntry): MaybePromise<void>;
+  /** Count a hit on an entry `get` returned (counted in memory, written behind). */
+  recordHit(entry: CacheEntry, at: number): void;
+  recordMiss(): void;
+  /** Delete `filter`'s entries; a large purge runs in steps so it never stalls the process. */
+  purge(filter: PurgeFilter): MaybePromise<number>;
+  /** Totals by endpoint and hit counters; read off the request path. */
+  readStats(): Promise<CacheStats>;
+  /**
+   * Delete dead entries (stored before `deadBefore(endpoint, status)`) and, beyond `maxBytes`,
+   * the least recently used down to 90% of it. Returns how many went.
+   */
+  maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): MaybePromise<number>;
+  /** Stored bytes and entries as last known (a metrics scrape never counts the table). */
+  totalBytes(): number;
+  entryCount(): number;
+  /** The in-memory tier: entries, charged bytes and its bound. */
+  memoryUsage(): { entries: number; bytes: number; maxBytes: number };
+  /** Write what is batched (hit counters). */
+  flush(): MaybePromise<void>;
+}
+
+export type ChangeTopic = 'keys' | 'cache';
+
+/**
+ * Changes other processes made: keys and cache entries remembered in memory are dropped when
+ * their topic changes. SQLite learns of them from `PRAGMA data_version`; a shared backend
+ * from LISTEN/NOTIFY or pub/sub.
+ */
+export interface ChangeFeed {
+  /** Call `listener` (at most every few hundred milliseconds) after `topic` changed elsewhere; returns an unsubscribe. */
+  subscribe(topic: ChangeTopic, listener: () => void): () => void;
+}
+
+/** What a readiness probe reports of storage: a check per database or service. */
+export interface StorageHealth {
+  /** False when storage cannot serve (a full disk, a database gone); a lock held elsewhere is still ok. */
+  readonly ok: boolean;
+  readonly checks: Record<string, string>;
+}
+
+/** Figures for the metrics: per database whether it is writable and its failed writes, and the ledger's backlog. */
+export interface StorageGauges {
+  readonly databases: ReadonlyArray<{ database: string; writable: boolean; failures: number }>;
+  readonly ledger: LedgerBacklog;
+}
+
+/** One backend: every port, with its lifecycle. Made by store/open.ts from the configuration. */
+export interface StorageBackend {
+  /** `sqlite` (embedded, the default). */
+  readonly kind: string;
+  readonly keys: Keys;
+  readonly lastUsed: LastUsed;
+  readonly rates: RateCounters;
+  readonly credits: Credits;
+  readonly ledger: Ledger;
+  readonly cache: ResponseCache;
+  readonly changes: ChangeFeed;
+  /** Probe that storage can be written (readiness). */
+  health(): MaybePromise<StorageHealth>;
+  gauges(): StorageGauges;
+  /** Write everything batched, in order; logs and goes on past a failure. */
+  flush(): Promise<void>;
+  /** Flush, stop timers and workers, close connections. Idempotent. */
+  close(): Promise<void>;
+}
