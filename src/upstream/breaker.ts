@@ -1,6 +1,8 @@
 import { ENDPOINTS } from '../domain/endpoints.js';
 import type { Clock } from '../domain/clock.js';
-import type { BreakerState, UpstreamCall, UpstreamFailureKind, UpstreamOutcome } from './types.js';
+import type { BreakerSettings, BreakerState, UpstreamCall, UpstreamFailureKind, UpstreamOutcome } from './types.js';
+
+export type { BreakerSettings };
 
 /**
  * How a finished call counts for the breaker, whose one question is "is the provider itself
@@ -36,20 +38,6 @@ export interface BreakerPermit {
   readonly trial: boolean;
   /** Settle the permit once; later calls are no-ops. 'ignore' frees a probe slot without a verdict. */
   record(verdict: BreakerVerdict): void;
-}
-
-export interface BreakerSettings {
-  /** The failure rate is measured over this sliding window. */
-  readonly windowMs: number;
-  /** Calls in the window before any rate is judged. */
-  readonly minimumCalls: number;
-  /** Opens when at least this share (percent) of the window's calls failed... */
-  readonly failureRatePercent: number;
-  /** ...and the failures concern at least this many distinct entities. */
-  readonly minimumEntities: number;
-  readonly cooldownMs: number;
-  /** Probes let through in half-open; their failure rate decides close vs re-open. */
-  readonly halfOpenProbes: number;
 }
 
 export interface BreakerOptions extends BreakerSettings {

@@ -1,5 +1,4 @@
 import type { Failure } from '../domain/errors.js';
-import type { BreakerSettings } from './breaker.js';
 
 /** Provider `meta` as received (spec §2.3); extra fields are kept. */
 export interface ProviderMeta {
@@ -94,6 +93,21 @@ export interface UpstreamFailure {
 }
 
 export type UpstreamOutcome = UpstreamSuccess | UpstreamFailure;
+
+/** When the provider counts as unhealthy (breaker.ts). */
+export interface BreakerSettings {
+  /** The failure rate is measured over this sliding window. */
+  readonly windowMs: number;
+  /** Calls in the window before any rate is judged. */
+  readonly minimumCalls: number;
+  /** Opens when at least this share (percent) of the window's calls failed... */
+  readonly failureRatePercent: number;
+  /** ...and the failures concern at least this many distinct entities. */
+  readonly minimumEntities: number;
+  readonly cooldownMs: number;
+  /** Probes let through in half-open; their failure rate decides close vs re-open. */
+  readonly halfOpenProbes: number;
+}
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
