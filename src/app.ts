@@ -155,7 +155,6 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     config,
     logger,
     keys,
-    usage,
     clock,
     cache,
     fetcher,

@@ -5,7 +5,9 @@ import { ENDPOINTS } from './domain/endpoints.js';
 import { failure, type Failure } from './domain/errors.js';
 import { newRequestId } from './domain/request-id.js';
 import type { Config } from './config.js';
-import type { LookupDeps } from './gateway/lookup.js';
+import type { LookupDeps } from './gateway/pipeline.js';
+import type { KeyStore } from './store/sqlite/keys.js';
+import type { CacheStore } from './store/sqlite/cache.js';
 import { registerAdmin } from './admin/routes.js';
 import { registerPassthrough } from './gateway/passthrough.js';
 import type { LedgerStore } from './store/sqlite/ledger.js';
@@ -28,6 +30,9 @@ declare module 'fastify' {
 }
 
 export interface ServerDeps extends LookupDeps {
+  readonly keys: KeyStore;
+  /** The admin API purges and reads stats on the SQLite store itself (until it goes through the ports). */
+  readonly cache: CacheStore;
   readonly config: Readonly<Config>;
   /** Usage queries for the admin API. */
   readonly ledger: LedgerStore;

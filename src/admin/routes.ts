@@ -113,7 +113,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
 
       admin.get<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
         const k = mustGet(request.params.id);
-        return send(reply, 200, { ...keyView(k, now()), budgets: budgetsView(deps.accounting.keyStates(k, now())) });
+        return send(reply, 200, { ...keyView(k, now()), budgets: budgetsView(await deps.accounting.keyStates(k, now())) });
       });
 
       admin.patch<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
@@ -150,7 +150,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         return send(reply, 200, { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), by, rows });
       });
 
-      admin.get('/budget', async (_request, reply) => send(reply, 200, { provider: budgetsView(deps.accounting.providerStates(now())) }));
+      admin.get('/budget', async (_request, reply) => send(reply, 200, { provider: budgetsView(await deps.accounting.providerStates(now())) }));
 
       admin.get('/cache/stats', async (_request, reply) => send(reply, 200, await deps.cache.readStats()));
 

@@ -1,10 +1,9 @@
 import { failure, type Failure } from '../domain/errors.js';
-import { type BudgetStore } from '../store/sqlite/budgets.js';
-import type { LedgerStore } from '../store/sqlite/ledger.js';
-import { StorageUnavailable } from '../store/write-gate.js';
-import { budgetState, creditHeaders, parseBudgets, refusingBudget, type Budget, type BudgetState, PROVIDER_SCOPE } from '../domain/credits.js';
+import { creditHeaders, parseBudgets, PROVIDER_SCOPE, type Budget, type BudgetState } from '../domain/credits.js';
 import type { ApiKey } from '../domain/keys.js';
 import type { LedgerRow } from '../domain/ledger.js';
+import { isPromise, type Credits, type Ledger, type MaybePromise, type RefusingBudget, type ScopeBudgets } from '../store/ports.js';
+import { StorageUnavailable } from '../store/write-gate.js';
 
 export interface AccountingOptions {
   /** Estimated cost of one provider call per endpoint name (and `passthrough`). */
@@ -25,8 +24,8 @@ export class Accounting {
   private readonly parsed = new Map<string, readonly Budget[]>();
 
   constructor(
-    private readonly budgets: BudgetStore,
-    private readonly ledger: LedgerStore,
+    private readonly credits: Credits,
+    private readonly ledger: Ledger,
     private readonly opts: AccountingOptions,
   ) {}
 
@@ -40,47 +39,42 @@ export class Accounting {
   }
 
   /**
-   * Reserve `endpoint`'s estimate for `requestId`, or the 429 that refuses it. Synchronous
-   * check-and-reserve: with one event loop, 64 concurrent requests see each other's
-   * reservations, so a budget is never oversubscribed by estimates.
+   * Reserve `endpoint`'s estimate for `requestId` against the key's and the provider's
+   * budgets, or the 429 that refuses it. The check and the reservation are one atomic step
+   * in the store (Credits.tryReserve), so concurrent requests — in this process or another —
+   * never oversubscribe a budget by estimates.
    *
-   * The reservation is written to tollgate.db before the provider is called; when that write
-   * fails, the call is refused (503 STORAGE_UNAVAILABLE): no credit is spent that could not
-   * be recorded.
+   * The reservation is durable before the provider is called; when it cannot be written the
+   * call is refused (503 STORAGE_UNAVAILABLE): no credit is spent that could not be recorded.
    */
-  reserve(requestId: string, key: ApiKey, endpoint: string, now: number, identity: string | null = null): Failure | null {
-    const estimate = this.estimate(endpoint);
-    const own = refusingBudget(this.states(key.id, this.budgetsOf(key), now), estimate);
-    if (own) {
-      const msg = `The credit budget of this API key is exhausted (${own.budget.limit} per ${own.budget.period}, resets in ${own.reset} s); cached answers are still served.`;
-      return failure('CREDIT_LIMIT_EXCEEDED', msg, { 'retry-after': String(own.reset) });
-    }
-    const shared = refusingBudget(this.states(PROVIDER_SCOPE, this.opts.providerBudgets, now), estimate);
-    if (shared) {
-      const msg = `The shared provider credit budget is exhausted for this ${shared.budget.period} (resets in ${shared.reset} s); cached answers are still served.`;
-      return failure('PROVIDER_BUDGET_EXHAUSTED', msg, { 'retry-after': String(shared.reset) });
-    }
+  reserve(requestId: string, key: ApiKey, endpoint: string, now: number, identity: string | null = null): MaybePromise<Failure | null> {
+    const r = { requestId, ts: now, keyId: key.id, endpoint, identity, estimate: this.estimate(endpoint) };
+    let refusing: MaybePromise<RefusingBudget | null>;
     try {
-      this.budgets.reserve({ requestId, ts: now, keyId: key.id, endpoint, identity, estimate }, [key.id, PROVIDER_SCOPE]);
+      refusing = this.credits.tryReserve(r, this.limitsOf(key));
     } catch (err) {
-      this.opts.onReserveError?.(err as Error);
-      const retry = err instanceof StorageUnavailable ? Math.max(1, Math.ceil(err.retryInMs / 1000)) : 1;
-      return failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retry) });
+      return this.unwritable(err);
     }
-    return null;
+    return isPromise(refusing) ? refusing.then((b) => budgetRefusal(b), (err: unknown) => this.unwritable(err)) : budgetRefusal(refusing);
+  }
+
+  private unwritable(err: unknown): Failure {
+    this.opts.onReserveError?.(err as Error);
+    const retry = err instanceof StorageUnavailable ? Math.max(1, Math.ceil(err.retryInMs / 1000)) : 1;
+    return failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retry) });
   }
 
   /** The estimate `requestId` holds, or null when it reserved nothing. */
   reservedFor(requestId: string): number | null {
-    return this.budgets.reservedFor(requestId);
+    return this.credits.reservedFor(requestId);
   }
 
   /**
    * Write the ledger row (with its charge, once per request id) and end the reservation.
-   * Never throws for storage: a row that cannot be written yet is kept and retried.
+   * Never fails for storage: a row that cannot be written yet is kept and retried.
    */
-  settle(row: LedgerRow): void {
-    this.ledger.record(row);
+  settle(row: LedgerRow): MaybePromise<void> {
+    return this.ledger.record(row);
   }
 
   /**
@@ -88,24 +82,28 @@ export class Accounting {
    * one. They describe that endpoint's next provider call, so `Remaining` is 0 when its
    * estimate would be refused by the key's or the provider's budget.
    */
-  headers(key: ApiKey, endpoint: string, now: number): Record<string, string> {
-    const own = this.budgetsOf(key);
-    if (own.length === 0) return {};
-    return creditHeaders(this.states(key.id, own, now), this.providerStates(now), this.estimate(endpoint));
+  headers(key: ApiKey, endpoint: string, now: number): MaybePromise<Record<string, string>> {
+    if (this.budgetsOf(key).length === 0) return NO_HEADERS;
+    const estimate = this.estimate(endpoint);
+    const states = this.credits.states(this.limitsOf(key), now);
+    return isPromise(states) ? states.then(([own, shared]) => creditHeaders(own!, shared!, estimate)) : creditHeaders(states[0]!, states[1]!, estimate);
   }
 
   /** The key's budgets with usage, for the admin API. */
-  keyStates(key: ApiKey, now: number): BudgetState[] {
-    return this.states(key.id, this.budgetsOf(key), now);
+  keyStates(key: ApiKey, now: number): MaybePromise<BudgetState[]> {
+    return first(this.credits.states([{ scope: key.id, budgets: this.budgetsOf(key) }], now));
   }
 
-  providerStates(now: number): BudgetState[] {
-    return this.states(PROVIDER_SCOPE, this.opts.providerBudgets, now);
+  providerStates(now: number): MaybePromise<BudgetState[]> {
+    return first(this.credits.states([{ scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets }], now));
   }
 
-  private states(scope: string, budgets: readonly Budget[], now: number): BudgetState[] {
-    const reserved = this.budgets.reserved(scope);
-    return budgets.map((b) => budgetState(b, this.budgets.used(scope, b.period, now), reserved, now));
+  /** The key's budgets, then the provider's: the order in which a refusal is named. */
+  private limitsOf(key: ApiKey): ScopeBudgets[] {
+    return [
+      { scope: key.id, budgets: this.budgetsOf(key) },
+      { scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets },
+    ];
   }
 
   private budgetsOf(key: ApiKey): readonly Budget[] {
@@ -125,4 +123,23 @@ export class Accounting {
     }
     return b;
   }
+}
+
+/** Shared by every answer of a key without budgets; callers only ever copy from it. */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+function first(states: MaybePromise<BudgetState[][]>): MaybePromise<BudgetState[]> {
+  return isPromise(states) ? states.then((s) => s[0]!) : states[0]!;
+}
+
+/** The 429 naming the budget that refused a reservation; null when it was reserved. */
+function budgetRefusal(b: RefusingBudget | null): Failure | null {
+  if (!b) return null;
+  const { state } = b;
+  if (b.scope !== PROVIDER_SCOPE) {
+    const msg = `The credit budget of this API key is exhausted (${state.budget.limit} per ${state.budget.period}, resets in ${state.reset} s); cached answers are still served.`;
+    return failure('CREDIT_LIMIT_EXCEEDED', msg, { 'retry-after': String(state.reset) });
+  }
+  const msg = `The shared provider credit budget is exhausted for this ${state.budget.period} (resets in ${state.reset} s); cached answers are still served.`;
+  return failure('PROVIDER_BUDGET_EXHAUSTED', msg, { 'retry-after': String(state.reset) });
 }

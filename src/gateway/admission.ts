@@ -1,10 +1,8 @@
 import { failure, type Failure } from '../domain/errors.js';
-import type { KeyStore } from '../store/sqlite/keys.js';
-import type { LimitStore } from '../store/sqlite/limits.js';
-import { authenticate } from './auth.js';
-import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
-import type { UsageTracker } from '../store/last-used.js';
 import type { ApiKey } from '../domain/keys.js';
+import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
+import { isPromise, type Keys, type LastUsed, type MaybePromise, type RateCounters } from '../store/ports.js';
+import { authenticate } from './auth.js';
 
 /**
  * DESIGN §2 steps 3–4 for every authenticated route (/v1 lookups and pass-through): the key,
@@ -16,38 +14,53 @@ export type Admitted =
   /** A key is known; `refusal` is set when its rate limit is exhausted (429). */
   | { readonly key: ApiKey; readonly refusal: Failure | null; readonly headers: Record<string, string> };
 
+/**
+ * Per-address counters of failed authentication. They live in each process's memory, never
+ * in shared storage: answers without a key (401s, 404s, 405s, refusals of malformed requests)
+ * carry their fields, and must never wait on storage to be written.
+ */
+export type AddressCounters = {
+  counts(scope: string, policies: readonly RatePolicy[], now: number, durable: false): PolicyCount[];
+  add(scope: string, policies: readonly RatePolicy[], now: number, durable: false): PolicyCount[];
+};
+
 /** Separate counters: failed keys on /v1 never lock an address out of /admin, nor the reverse. */
 const KEY_SCOPE = 'ip:';
 const ADMIN_SCOPE = 'admin-ip:';
+
+export interface AdmissionStores {
+  readonly keys: Pick<Keys, 'findBySecret'>;
+  /** Keys' request counters (shared by every replica of a shared backend). */
+  readonly rates: RateCounters;
+  readonly lastUsed: LastUsed;
+  readonly addresses: AddressCounters;
+}
 
 export class Admission {
   /** Parsed policies by their stored text; stored text was validated on write. */
   private readonly parsed = new Map<string, readonly RatePolicy[]>();
 
   constructor(
-    private readonly keys: KeyStore,
-    private readonly limits: LimitStore,
-    private readonly usage: UsageTracker,
+    private readonly stores: AdmissionStores,
     /** Per-address failed-authentication policy; null disables it. */
     private readonly failedAuth: readonly RatePolicy[] | null,
     private readonly onInvalidPolicy: (keyId: string, err: Error) => void = () => {},
   ) {}
 
-  admit(authorization: string | undefined, ip: string, now: number): Admitted {
-    const key = authenticate(authorization, this.keys, now);
+  /** A value on a store that answers with values (the embedded one): the hit path never waits a turn. */
+  admit(authorization: string | undefined, ip: string, now: number): MaybePromise<Admitted> {
+    const key = authenticate(authorization, this.stores.keys, now);
+    return isPromise(key) ? key.then((k) => this.withKey(k, ip, now)) : this.withKey(key, ip, now);
+  }
+
+  private withKey(key: ApiKey | Failure, ip: string, now: number): MaybePromise<Admitted> {
     // A valid key is never refused by the failed-authentication limit (DESIGN §6): whoever
     // shares the address — or, behind a misconfigured proxy, claims it — cannot lock it out.
     // Guessing a key of 190+ random bits is hopeless anyway; the limit stops floods and state probing.
     if ('code' in key) return this.failed(key, ip, now);
-    this.usage.touch(key.id, now);
-    const policies = this.policiesOf(key);
-    const counts = this.limits.counts(key.id, policies, now, true);
-    const d = rateDecision(counts, now);
-    if (!d.allowed) {
-      const refusal = failure('RATE_LIMIT_EXCEEDED', undefined, { 'retry-after': String(d.retryAfter) });
-      return { key, refusal, headers: headersOf(counts, now) };
-    }
-    return { key, refusal: null, headers: headersOf(this.limits.add(key.id, policies, now, true), now) };
+    this.stores.lastUsed.touch(key.id, now);
+    const taken = this.stores.rates.take(key.id, this.policiesOf(key), now, true);
+    return isPromise(taken) ? taken.then((t) => rated(key, t, now)) : rated(key, taken, now);
   }
 
   /** A failed key: counted, or — past the limit — 429, so a prober no longer learns which keys exist, are revoked or expired. */
@@ -55,7 +68,7 @@ export class Admission {
     if (!this.failedAuth) return { key: null, refusal, headers: advisoryHeaders(now) };
     const state = this.state(KEY_SCOPE + ip, now);
     if (!state.allowed) return { key: null, refusal: authRateLimited(state.retryAfter), headers: state.headers };
-    return { key: null, refusal, headers: headersOf(this.limits.add(KEY_SCOPE + ip, this.failedAuth, now, false), now) };
+    return { key: null, refusal, headers: headersOf(this.stores.addresses.add(KEY_SCOPE + ip, this.failedAuth, now, false), now) };
   }
 
   /** The address's failed-key limiter and its headers (for /v1 answers without a key). */
@@ -70,12 +83,12 @@ export class Admission {
 
   /** Count a failed admin-token check; the admin limiter's headers after it. */
   countAdminFailure(ip: string, now: number): Record<string, string> {
-    return this.failedAuth ? headersOf(this.limits.add(ADMIN_SCOPE + ip, this.failedAuth, now, false), now) : advisoryHeaders(now);
+    return this.failedAuth ? headersOf(this.stores.addresses.add(ADMIN_SCOPE + ip, this.failedAuth, now, false), now) : advisoryHeaders(now);
   }
 
   private state(scope: string, now: number): LimiterState {
     if (!this.failedAuth) return { allowed: true, retryAfter: 0, headers: advisoryHeaders(now) };
-    const counts = this.limits.counts(scope, this.failedAuth, now, false);
+    const counts = this.stores.addresses.counts(scope, this.failedAuth, now, false);
     const d = rateDecision(counts, now);
     return { allowed: d.allowed, retryAfter: d.allowed ? 0 : d.retryAfter, headers: headersOf(counts, now) };
   }
@@ -97,6 +110,14 @@ export class Admission {
     }
     return p;
   }
+}
+
+/** The key's rate decision: counted when taken, refused (429) with the counts as they stand otherwise. */
+function rated(key: ApiKey, t: { taken: boolean; counts: PolicyCount[] }, now: number): Admitted {
+  if (t.taken) return { key, refusal: null, headers: headersOf(t.counts, now) };
+  const d = rateDecision(t.counts, now);
+  const retryAfter = d.allowed ? 1 : d.retryAfter;
+  return { key, refusal: failure('RATE_LIMIT_EXCEEDED', undefined, { 'retry-after': String(retryAfter) }), headers: headersOf(t.counts, now) };
 }
 
 export interface LimiterState {

@@ -27,37 +27,76 @@ export function satisfies(call: Freshness, need: Freshness): boolean {
   }
 }
 
+/** What a follower of a refused leader receives: no answer; it decides again for itself. */
+export const RELEASED: unique symbol = Symbol('released');
+export type Released = typeof RELEASED;
+
 interface Flight<T> {
   readonly freshness: Freshness;
-  readonly promise: Promise<T>;
+  readonly promise: Promise<T | Released>;
+  settle(outcome: { value: T | Released } | { error: unknown }): void;
 }
 
-/** Identical in-flight upstream calls share one provider call; keyed by cache key. */
+/** The leader's hold on its flight: make the call, or release the flight without one. */
+export interface Lead<T> {
+  /** Make the call; every follower receives its result (or its error). */
+  run(call: () => Promise<T>): Promise<T>;
+  /** No call will be made (the leader was refused): followers receive RELEASED and decide again. */
+  release(): void;
+}
+
+export type Entered<T> = { readonly leader: true; readonly lead: Lead<T> } | { readonly leader: false; readonly result: Promise<T | Released> };
+
+/**
+ * Identical in-flight upstream calls share one provider call; keyed by cache key.
+ *
+ * Who leads is decided synchronously in `enter`, before anything can await: a request that
+ * enters while another's compatible flight exists follows it, whatever the leader is still
+ * waiting for (its credit reservation on a network store, say). Only a leader reserves
+ * credits and calls; a leader refused its reservation releases the flight, and its followers
+ * — who may hold other keys with budgets of their own — enter again.
+ */
 export class Coalescer<T> {
   private readonly flights = new Map<string, Array<Flight<T>>>();
 
-  /** Runs `call` unless a compatible flight exists; `leader` tells who made the call. */
-  async run(key: string, freshness: Freshness, call: () => Promise<T>): Promise<{ result: T; leader: boolean }> {
+  enter(key: string, freshness: Freshness): Entered<T> {
     const existing = this.flights.get(key)?.find((f) => satisfies(f.freshness, freshness));
-    if (existing) return { result: await existing.promise, leader: false };
-
-    const promise = call();
-    const flight: Flight<T> = { freshness, promise };
+    if (existing) return { leader: false, result: existing.promise };
+    let settle!: Flight<T>['settle'];
+    const promise = new Promise<T | Released>((resolve, reject) => {
+      settle = (o) => ('error' in o ? reject(o.error) : resolve(o.value));
+    });
+    // A leader's failure reaches its followers through their own await; with none, it must not be unhandled.
+    promise.catch(() => {});
+    const flight: Flight<T> = { freshness, promise, settle };
     const list = this.flights.get(key);
     if (list) list.push(flight);
     else this.flights.set(key, [flight]);
-    try {
-      return { result: await promise, leader: true };
-    } finally {
+    let done = false;
+    const end = (outcome: { value: T | Released } | { error: unknown }) => {
+      if (done) return;
+      done = true;
       const l = this.flights.get(key)!;
       l.splice(l.indexOf(flight), 1);
       if (l.length === 0) this.flights.delete(key);
-    }
-  }
-
-  /** Whether `run` would join an in-flight call now (a joiner pays nothing, so needs no credits). */
-  wouldJoin(key: string, freshness: Freshness): boolean {
-    return this.flights.get(key)?.some((f) => satisfies(f.freshness, freshness)) ?? false;
+      flight.settle(outcome);
+    };
+    return {
+      leader: true,
+      lead: {
+        run: async (call) => {
+          try {
+            const value = await call();
+            end({ value });
+            return value;
+          } catch (error) {
+            end({ error });
+            throw error;
+          }
+        },
+        release: () => end({ value: RELEASED }),
+      },
+    };
   }
 
   inFlight(): number {

@@ -47,7 +47,7 @@ export function createCostControl(db: DB, config: Readonly<Config>, deps: CostCo
   if (day !== null) providerBudgets.push({ limit: day, period: 'day' });
   if (month !== null) providerBudgets.push({ limit: month, period: 'month' });
   const failedAuth = config.limits.failedAuth === null ? null : parseRatePolicies(config.limits.failedAuth);
-  const admission = new Admission(deps.keys, limits, deps.usage, failedAuth, (keyId, err) =>
+  const admission = new Admission({ keys: deps.keys, rates: limits, lastUsed: deps.usage, addresses: limits }, failedAuth, (keyId, err) =>
     deps.logger.warn({ keyId, err: err.message }, 'stored rate policy unreadable; key treated as unlimited'),
   );
   const accounting = new Accounting(budgets, ledger, {

@@ -1,10 +1,10 @@
 import type { LookupRequest } from '../domain/params.js';
 import { upstreamQuery } from '../domain/params.js';
 import type { Clock } from '../domain/clock.js';
-import type { CacheStore } from '../store/sqlite/cache.js';
 import type { AdmittedCall } from '../upstream/call-state.js';
 import type { UpstreamCall, UpstreamFailure, UpstreamOutcome } from '../upstream/types.js';
-import { Coalescer, type Freshness } from './coalesce.js';
+import { Coalescer, type Entered, type Freshness, type Lead } from './coalesce.js';
+import { isPromise, type ResponseCache } from '../store/ports.js';
 import { freshAsOfAnswer } from '../domain/cache-policy.js';
 import type { NewEntry } from '../domain/cache-entry.js';
 
@@ -43,23 +43,24 @@ export class Fetcher {
   constructor(
     /** Public so pass-through (which ServerDeps reaches only through the fetcher) shares it. */
     readonly provider: Provider,
-    private readonly cache: CacheStore,
+    private readonly cache: ResponseCache,
     private readonly clock: Clock,
     /** An answer could not be stored; it is served anyway. */
     private readonly onStoreError: (err: Error) => void = () => {},
   ) {}
 
-  fetch(req: LookupRequest, key: string, freshness: Freshness, requestId: string): Promise<{ result: FetchResult; leader: boolean }> {
-    return this.flights.run(key, freshness, () => this.callAndStore(req, key, freshness, requestId));
+  /** Lead or follow an identical call in flight: decided now, before anything awaits (coalesce.ts). */
+  enter(key: string, freshness: Freshness): Entered<FetchResult> {
+    return this.flights.enter(key, freshness);
+  }
+
+  /** The leader's call: the provider, then the cache; every follower shares the result. */
+  call(lead: Lead<FetchResult>, req: LookupRequest, key: string, freshness: Freshness, requestId: string): Promise<FetchResult> {
+    return lead.run(() => this.callAndStore(req, key, freshness, requestId));
   }
 
   inFlight(): number {
     return this.flights.inFlight();
-  }
-
-  /** True when `fetch` with these arguments, called synchronously next, would follow another call. */
-  wouldJoin(key: string, freshness: Freshness): boolean {
-    return this.flights.wouldJoin(key, freshness);
   }
 
   private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, requestId: string): Promise<FetchResult> {
@@ -72,7 +73,7 @@ export class Fetcher {
       const dataText = outcome.dataText ?? JSON.stringify(outcome.data);
       const metaText = JSON.stringify(rest);
       const credits = creditsOf(outcome.meta);
-      const stored = this.store({
+      const stored = await this.store({
         ...base,
         status: 200,
         data: dataText,
@@ -87,7 +88,7 @@ export class Fetcher {
     const negative = outcome.kind === 'not_found' || outcome.kind === 'source_not_found';
     let stored = false;
     if (negative) {
-      stored = this.store({
+      stored = await this.store({
         ...base,
         status: outcome.failure.status,
         data: null,
@@ -105,9 +106,10 @@ export class Fetcher {
    * Storing is best effort: the provider has answered and charged, so a cache that cannot be
    * written (a lock held by another process, a full disk) must never turn the answer into an error.
    */
-  private store(e: NewEntry): boolean {
+  private async store(e: NewEntry): Promise<boolean> {
     try {
-      this.cache.put(e);
+      const put = this.cache.put(e);
+      if (isPromise(put)) await put;
       return true;
     } catch (err) {
       this.onStoreError(err as Error);

@@ -9,7 +9,8 @@ import type { AdmittedCall } from '../upstream/call-state.js';
 import type { UpstreamFailure } from '../upstream/types.js';
 import { errorResult, type AttemptResult } from '../upstream/http.js';
 import { creditsOf, type Provider } from './fetcher.js';
-import { chargeReservation, guarded, type LimitsDeps } from './guard.js';
+import { chargeReservation, framed, type FrameDeps } from './frame.js';
+import { isPromise } from '../store/ports.js';
 import { passthroughAllowed } from '../domain/passthrough-path.js';
 import { scrubText, SecretScrubber } from '../upstream/scrub.js';
 import type { ApiKey } from '../domain/keys.js';
@@ -23,7 +24,7 @@ export interface ProxiedAnswer extends Answer {
   stream?: Readable;
 }
 
-export interface PassthroughDeps extends LimitsDeps {
+export interface PassthroughDeps extends FrameDeps {
   readonly config: Readonly<Config>;
   /** The provider client's admission (shaping, 429 pause, breaker), reached through the fetcher. */
   readonly fetcher: { readonly provider: Pick<Provider, 'admit'> };
@@ -90,10 +91,11 @@ export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps,
     request.endpointName = 'passthrough';
     const rawQuery = q < 0 ? '' : request.url.slice(q + 1);
     const inc = { rawQuery, authorization: request.headers.authorization, ip: request.ip, requestId: request.id };
-    const answer: ProxiedAnswer = await guarded(deps, 'passthrough', inc, trace, async (key, now) => {
+    const answer: ProxiedAnswer = await framed(deps, 'passthrough', inc, trace, async (key, now) => {
       const denied = passthroughRefusal(key, path);
       if (denied) return errorAnswer(denied, request.id);
-      const refused = deps.accounting.reserve(request.id, key, 'passthrough', now);
+      let refused = deps.accounting.reserve(request.id, key, 'passthrough', now);
+      if (isPromise(refused)) refused = await refused;
       if (refused) return errorAnswer(refused, request.id);
       return forward(request, reply, path, rawQuery, trace);
     });

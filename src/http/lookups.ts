@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { ENDPOINTS, type EndpointDef } from '../domain/endpoints.js';
 import { failure, type Failure } from '../domain/errors.js';
 import { newRequestId } from '../domain/request-id.js';
-import { handleLookup } from '../gateway/lookup.js';
+import { handleLookup } from '../gateway/pipeline.js';
 import type { ServerDeps } from '../server.js';
 import { logRequest } from '../obs/request-log.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';

@@ -1,13 +1,14 @@
 import { performance } from 'node:perf_hooks';
+import { errorAnswer, type Answer } from '../domain/answer.js';
 import type { Clock } from '../domain/clock.js';
+import type { ApiKey } from '../domain/keys.js';
 import type { LedgerRow } from '../domain/ledger.js';
+import type { LookupTrace } from '../domain/trace.js';
+import { isPromise } from '../store/ports.js';
 import type { Accounting } from './accounting.js';
 import type { Admission } from './admission.js';
-import type { LookupTrace } from '../domain/trace.js';
-import type { ApiKey } from '../domain/keys.js';
-import { errorAnswer, type Answer } from '../domain/answer.js';
 
-export interface LimitsDeps {
+export interface FrameDeps {
   readonly admission: Admission;
   readonly accounting: Accounting;
   readonly clock: Clock;
@@ -23,14 +24,14 @@ export interface Incoming {
 }
 
 /**
- * The frame around every authenticated /v1 route: admission (key, per-address failed-auth
- * limit, key rate limit), then `stages`, then the ledger row with its charge (durable before the
- * answer leaves), then the rate and credit headers. Every answer after authentication —
- * success, refusal, provider error — carries the key's X-RateLimit-* fields; answers
- * without a key carry the per-IP limiter's.
+ * The frame around every authenticated /v1 route (DESIGN §2 steps 3, 4 and 11): admission
+ * (key, per-address failed-auth limit, key rate limit), then `stages`, then the ledger row
+ * with its charge (durable before the answer leaves), then the rate and credit headers.
+ * Every answer after authentication — success, refusal, provider error — carries the key's
+ * X-RateLimit-* fields; answers without a key carry the per-address limiter's.
  */
-export async function guarded(
-  deps: LimitsDeps,
+export async function framed(
+  deps: FrameDeps,
   endpoint: string,
   inc: Incoming,
   trace: LookupTrace,
@@ -38,7 +39,8 @@ export async function guarded(
 ): Promise<Answer> {
   const t0 = performance.now();
   const now = deps.clock.now();
-  const adm = deps.admission.admit(inc.authorization, inc.ip, now);
+  let adm = deps.admission.admit(inc.authorization, inc.ip, now);
+  if (isPromise(adm)) adm = await adm;
   if (!adm.key) return errorAnswer(adm.refusal, inc.requestId, adm.headers);
   const key = adm.key;
   trace.keyId = key.id;
@@ -52,14 +54,18 @@ export async function guarded(
     // A bug after the reservation may come after the provider call: charge the estimate, unsettled.
     const reserved = deps.accounting.reservedFor(inc.requestId);
     if (reserved !== null) {
-      deps.accounting.settle(ledgerRow(frame, trace, { status: 500, code: 'INTERNAL_ERROR', credits: reserved, unsettled: true }));
+      const settled = deps.accounting.settle(ledgerRow(frame, trace, { status: 500, code: 'INTERNAL_ERROR', credits: reserved, unsettled: true }));
+      if (isPromise(settled)) await settled;
     }
     throw err;
   }
   const end = { status: answer.status, code: answer.errorCode ?? null, credits: trace.creditsUsed ?? 0, unsettled: trace.unsettled ?? false };
-  deps.accounting.settle(ledgerRow(frame, trace, end));
+  const settled = deps.accounting.settle(ledgerRow(frame, trace, end));
+  if (isPromise(settled)) await settled;
+  let credit = deps.accounting.headers(key, endpoint, deps.clock.now());
+  if (isPromise(credit)) credit = await credit;
   // Every Answer's headers object is its own, so the fields are added in place (no copies on the hot path).
-  Object.assign(answer.headers, adm.headers, deps.accounting.headers(key, endpoint, deps.clock.now()));
+  Object.assign(answer.headers, adm.headers, credit);
   return answer;
 }
 

@@ -1,0 +1,56 @@
+import { errorAnswer, type Answer } from '../domain/answer.js';
+import { accessRefusal } from '../domain/access.js';
+import { decide, type CachePolicyConfig } from '../domain/cache-policy.js';
+import type { EndpointDef } from '../domain/endpoints.js';
+import { isFailure } from '../domain/errors.js';
+import type { ApiKey } from '../domain/keys.js';
+import { cacheKey, parseLookup } from '../domain/params.js';
+import type { LookupTrace } from '../domain/trace.js';
+import { isPromise, type ResponseCache } from '../store/ports.js';
+import { answerHit } from './cache-stage.js';
+import type { Fetcher } from './fetcher.js';
+import { framed, type FrameDeps, type Incoming } from './frame.js';
+import { forwardToProvider } from './provider-stage.js';
+
+export type { Incoming } from './frame.js';
+
+/** What a lookup needs: the frame's admission and accounting, the cache, the provider. */
+export interface LookupDeps extends FrameDeps {
+  readonly cache: ResponseCache;
+  readonly fetcher: Fetcher;
+  /** The professional network's domain, for profile and company URLs (config network.domain). */
+  readonly domain: string;
+  readonly cacheConfig: CachePolicyConfig;
+}
+
+/**
+ * One /v1 lookup, in the order of DESIGN §2. Steps 1–2 (request id, route) are the data
+ * plane's (src/http/); this is everything after them. A refusal is a value returned by its
+ * stage; only infrastructure failures throw. Any store call may await: the pipeline decides
+ * nothing across an await that a concurrent request could invalidate (see provider-stage.ts).
+ */
+export function handleLookup(deps: LookupDeps, def: EndpointDef, inc: Incoming, trace: LookupTrace): Promise<Answer> {
+  // 3. Authenticate, 4. rate limit the key — and, after the stages, 11. the ledger row and headers.
+  return framed(deps, def.name, inc, trace, async (key, now) => {
+    // 5. Parse and validate the query into one LookupRequest.
+    const req = parseLookup(def, inc.rawQuery, deps.domain);
+    if (isFailure(req)) return errorAnswer(req, inc.requestId);
+    trace.identity = req.identity;
+    // 6. Access: may this key call this endpoint with this strategy?
+    const denied = accessRefusal(key, def, req.strategy);
+    if (denied) return errorAnswer(denied, inc.requestId);
+    // 7. Resolve from the cache by strategy: a servable entry is answered here, free.
+    const ck = cacheKeyFor(key, cacheKey(req));
+    let entry = deps.cache.get(ck);
+    if (isPromise(entry)) entry = await entry;
+    const decision = decide({ endpoint: def.name, strategy: req.strategy, maxage: req.maxage }, entry, now, deps.cacheConfig);
+    if (decision.action === 'hit') return answerHit(deps, entry!, def.name, inc.requestId, trace, now);
+    // 8. Reserve credits, 9. coalesce or call the provider, 10. store and answer.
+    return forwardToProvider(deps, { def, key, req, cacheKey: ck, entry, decision, requestId: inc.requestId, now }, trace);
+  });
+}
+
+/** An isolated key's entries are its own: it neither reads nor feeds the shared cache. */
+export function cacheKeyFor(key: ApiKey, shared: string): string {
+  return key.cacheIsolated ? `${key.id}|${shared}` : shared;
+}
