@@ -202,7 +202,7 @@ function heldReservations(b: BudgetStore): { wrap: BudgetStore; hold(): void; re
   wrap.tryReserve = ((r, limits) => {
     waiting++;
     return gate.then(() => b.tryReserve(r, limits));
-  }) as BudgetStore['tryReserve'];
+  }) as unknown as BudgetStore['tryReserve'];
   const hold = () => {
     gate = new Promise<void>((r) => (open = r));
   };
