@@ -24,6 +24,8 @@ import { LedgerStore } from '../../src/store/sqlite/ledger.js';
 import { LimitStore } from '../../src/store/sqlite/limits.js';
 import { MAIN_MIGRATIONS } from '../../src/store/sqlite/schema.js';
 import type { UpstreamCall, UpstreamOutcome } from '../../src/upstream/types.js';
+import type { Reservation } from '../../src/domain/ledger.js';
+import type { ScopeBudgets } from '../../src/store/ports.js';
 
 /*
  * The pipeline when store calls await (as a shared backend's do): real SQLite stores behind
@@ -199,7 +201,7 @@ function heldReservations(b: BudgetStore): { wrap: BudgetStore; hold(): void; re
   let gate = Promise.resolve();
   let waiting = 0;
   const wrap = Object.create(b) as BudgetStore;
-  wrap.tryReserve = ((r, limits) => {
+  wrap.tryReserve = ((r: Reservation, limits: readonly ScopeBudgets[]) => {
     waiting++;
     return gate.then(() => b.tryReserve(r, limits));
   }) as unknown as BudgetStore['tryReserve'];
