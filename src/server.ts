@@ -8,7 +8,7 @@ import type { Config } from './config.js';
 import type { LookupDeps } from './gateway/lookup.js';
 import { registerAdmin } from './admin/routes.js';
 import { registerPassthrough } from './gateway/passthrough.js';
-import type { LedgerStore } from './store/sqlite/ledger.js';
+import type { StorageBackend } from './store/ports.js';
 import { installOps, type OpsDeps } from './obs/ops.js';
 import { logRequest, pathOf } from './obs/request-log.js';
 import { earlyRefusal, isV1Path, lookupRoutes, readsNoFurther } from './http/lookups.js';
@@ -29,8 +29,8 @@ declare module 'fastify' {
 
 export interface ServerDeps extends LookupDeps {
   readonly config: Readonly<Config>;
-  /** Usage queries for the admin API. */
-  readonly ledger: LedgerStore;
+  /** Storage as ports, for the admin API (its cache purges in batches). */
+  readonly backend: StorageBackend;
   readonly logger: Logger;
   /** Health, readiness, metrics and the shutdown drain (src/obs/ops.ts). */
   readonly ops: OpsDeps;

@@ -1,13 +1,11 @@
 import type { Clock } from '../domain/clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../obs/logger.js';
-import { BudgetStore } from '../store/sqlite/budgets.js';
-import type { DB } from '../store/sqlite/db.js';
+import type { BudgetStore } from '../store/sqlite/budgets.js';
 import type { KeyStore } from '../store/sqlite/keys.js';
-import { LedgerStore } from '../store/sqlite/ledger.js';
-import { LimitStore } from '../store/sqlite/limits.js';
-import type { ReadWorker } from '../store/sqlite/read-worker.js';
-import { StorageUnavailable, type WriteGate } from '../store/write-gate.js';
+import type { LedgerStore } from '../store/sqlite/ledger.js';
+import type { LimitStore } from '../store/sqlite/limits.js';
+import { StorageUnavailable } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission } from './admission.js';
 import type { Budget } from '../domain/credits.js';
@@ -30,18 +28,18 @@ export interface CostControlDeps {
   keys: KeyStore;
   usage: UsageTracker;
   logger: Logger;
-  /** tollgate.db's write gate, shared with every other server writer of it. */
-  gate: WriteGate;
-  /** Runs usage reports off the event loop (LedgerStore.report). */
-  reader?: ReadWorker;
 }
 
-export function createCostControl(db: DB, config: Readonly<Config>, deps: CostControlDeps): CostControl {
-  const { gate } = deps;
+/** The stores of the storage backend (store/open.ts) that cost control runs on. */
+export interface CostStores {
+  readonly limits: LimitStore;
+  readonly budgets: BudgetStore;
+  readonly ledger: LedgerStore;
+}
+
+export function createCostControl(stores: CostStores, config: Readonly<Config>, deps: CostControlDeps): CostControl {
+  const { limits, budgets, ledger } = stores;
   const onWriteError = writeErrorLogger(deps.logger);
-  const limits = new LimitStore(db, deps.clock, 1_000, { gate, onWriteError });
-  const budgets = new BudgetStore(db, gate);
-  const ledger = new LedgerStore(db, budgets, { gate, onWriteError, reader: deps.reader ?? null });
   const { day, month } = config.upstream.budget;
   const providerBudgets: Budget[] = [];
   if (day !== null) providerBudgets.push({ limit: day, period: 'day' });
