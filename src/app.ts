@@ -17,14 +17,11 @@ import { configSummary } from './obs/config-summary.js';
 import type { UpstreamSettings } from './upstream/types.js';
 import { StorageUnavailable } from './store/write-gate.js';
 import { PROVIDER_SCOPE } from './domain/credits.js';
-import { openBackend } from './store/open.js';
+import { openBackend, type SqliteBackend } from './store/open.js';
 import type { StorageBackend } from './store/ports.js';
-import type { CacheStore } from './store/sqlite/cache.js';
-import type { KeyStore } from './store/sqlite/keys.js';
 
-// The benchmarks open the databases of dist/app.js directly.
-export { openCacheDb } from './store/sqlite/cache-file.js';
-export { mainDbPath, openMainDb } from './store/sqlite/main-file.js';
+// The benchmarks fill the databases of a build through its dist/app.js.
+export { openCacheDb, openMainDb } from './store/open.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -41,8 +38,8 @@ export interface App {
    * The embedded backend's stores themselves, synchronous, for the tests and the demo: keys,
    * and the cache whose purge is one transaction (the server's port purges in batches).
    */
-  readonly keys: KeyStore;
-  readonly cache: CacheStore;
+  readonly keys: SqliteBackend['keys'];
+  readonly cache: SqliteBackend['cacheStore'];
   readonly upstream: UpstreamClient;
   readonly logger: Logger;
   readonly metrics: Metrics;

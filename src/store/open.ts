@@ -3,6 +3,10 @@ import type { BackendOptions } from './ports.js';
 import { SqliteBackend } from './sqlite/backend.js';
 
 export type { BackendOptions, StorageBackend, StoragePart } from './ports.js';
+export type { SqliteBackend } from './sqlite/backend.js';
+/** For the benchmarks, which fill a build's databases directly (through its dist/app.js). */
+export { openCacheDb } from './sqlite/cache-file.js';
+export { openMainDb } from './sqlite/main-file.js';
 
 /**
  * The one way to storage, for `serve`, the CLI and the admin API alike. Today always the

@@ -144,7 +144,10 @@ export interface ResponseCache {
   /** Count a hit on an entry `get` returned (counted in memory, written behind). */
   recordHit(entry: CacheEntry, at: number): void;
   recordMiss(): void;
-  /** Delete `filter`'s entries; a large purge runs in steps so it never stalls the process. */
+  /**
+   * Delete `filter`'s entries. A server's port purges a large set in steps so that it never
+   * stalls the requests being served; a one-shot command's may delete them in one transaction.
+   */
   purge(filter: PurgeFilter): MaybePromise<number>;
   /** Totals by endpoint and hit counters; read off the request path. */
   readStats(): Promise<CacheStats>;
