@@ -1,36 +1,25 @@
 import type { FastifyInstance } from 'fastify';
-import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import { systemClock, type Clock } from './domain/clock.js';
 import { ConfigError, type Config } from './config.js';
-import { UsageTracker } from './store/last-used.js';
-import { createCostControl, type CostControl } from './gateway/costcontrol.js';
+import { assembleGateway } from './gateway/assemble.js';
 import { createLogger, type Logger } from './obs/logger.js';
-import { readiness, touchHeader } from './obs/health.js';
-import { drainHttp } from './obs/lifecycle.js';
+import { readiness } from './obs/health.js';
+import { drainHttp, SETTLE_AT_CLOSE_MS, settled } from './obs/lifecycle.js';
 import { Metrics } from './obs/metrics.js';
 import { buildServer } from './server.js';
-import { openDatabase, type DB, type OpenOptions } from './store/sqlite/db.js';
-import { Checkpointer } from './store/sqlite/checkpointer.js';
-import { KeyStore } from './store/sqlite/keys.js';
-import { MAIN_MIGRATIONS } from './store/sqlite/schema.js';
 import { UpstreamClient } from './upstream/client.js';
-import { CacheStore } from './store/sqlite/cache.js';
-import { openServingCacheDb } from './store/sqlite/cache-file.js';
-import { Fetcher } from './gateway/fetcher.js';
 import { retentionMs } from './domain/cache-policy.js';
 import type { EndpointName } from './domain/endpoints.js';
-import { StartupError, listenError } from './domain/startup-error.js';
+import { listenError } from './domain/startup-error.js';
 import { configSummary } from './obs/config-summary.js';
 import type { UpstreamSettings } from './upstream/types.js';
-import { StorageUnavailable } from './store/write-gate.js';
-import { loggedGate, pruneLedger, recoverReservations, SERVER_BUSY_TIMEOUT_MS, SETTLE_AT_CLOSE_MS, settled } from './app-storage.js';
-import { writeErrorLogger } from './gateway/costcontrol.js';
-import { LedgerRetention } from './store/sqlite/ledger-retention.js';
-import { ReadWorker } from './store/sqlite/read-worker.js';
 import { PROVIDER_SCOPE } from './domain/credits.js';
+import { openBackend, type SqliteBackend } from './store/open.js';
+import type { StorageBackend } from './store/ports.js';
 
-export { openCacheDb } from './store/sqlite/cache-file.js';
+// The benchmarks fill the databases of a build through its dist/app.js.
+export { openCacheDb, openMainDb } from './store/open.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -41,13 +30,19 @@ export interface AppOptions {
 export interface App {
   readonly config: Readonly<Config>;
   readonly server: FastifyInstance;
-  readonly keys: KeyStore;
-  readonly cache: CacheStore;
+  /** Storage (store/open.ts): every port, its health and its lifecycle. */
+  readonly backend: StorageBackend;
+  /**
+   * The embedded backend's stores themselves, synchronous, for the tests and the demo: keys,
+   * and the cache whose purge is one transaction (the server's port purges in batches).
+   */
+  readonly keys: SqliteBackend['keys'];
+  readonly cache: SqliteBackend['cacheStore'];
   readonly upstream: UpstreamClient;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** Rate limits, credit budgets and the usage ledger. */
-  readonly costs: CostControl;
+  /** The embedded backend's rate windows, credit budgets and ledger, for the tests. */
+  readonly costs: EmbeddedCosts;
   /** Listen on the configured host and port; resolves to the base URL. */
   listen(): Promise<string>;
   /**
@@ -57,20 +52,12 @@ export interface App {
   close(): Promise<void>;
 }
 
-export function mainDbPath(config: Readonly<Config>): string {
-  return join(config.dataDir, 'tollgate.db');
-}
-
-/** tollgate.db is never replaced: keys, ledger and budgets cannot be fetched again. */
-export function openMainDb(config: Readonly<Config>, opts?: OpenOptions): DB {
-  try {
-    return openDatabase(mainDbPath(config), MAIN_MIGRATIONS, opts);
-  } catch (err) {
-    if (err instanceof StartupError && /^SQLITE_(CORRUPT|NOTADB)/.test(err.code ?? '')) {
-      throw new StartupError(`${err.message}; restore it from a backup (Tollgate never replaces tollgate.db)`, err.code);
-    }
-    throw err;
-  }
+export interface EmbeddedCosts {
+  readonly ledger: SqliteBackend['ledger'];
+  readonly limits: SqliteBackend['rates'];
+  readonly budgets: SqliteBackend['credits'];
+  /** Write the batched ledger rows and rate windows now. */
+  flush(): void;
 }
 
 /** The upstream settings, or a ConfigError naming what `serve` cannot run without. */
@@ -81,63 +68,35 @@ export function upstreamSettings(config: Readonly<Config>): UpstreamSettings {
   return { ...rest, url: url.replace(/\/+$/, ''), apiKey };
 }
 
-
-
 export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App {
   const clock = opts.clock ?? systemClock;
   const logger = createLogger(config.logLevel, opts.logDestination);
   const settings = upstreamSettings(config);
   logger.info(configSummary(config), 'configuration');
-  // The server's connections never checkpoint on the request thread; the Checkpointer does.
-  const db = openMainDb(config, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.main });
-  const gate = loggedGate(
-    'tollgate.db',
-    clock,
-    logger,
-    'tollgate.db cannot be written: provider calls are refused (503 STORAGE_UNAVAILABLE) until it can; cache hits are still served',
-    'tollgate.db can be written again: provider calls resume',
-  );
-  const keys = new KeyStore(db, clock);
-  const usage = new UsageTracker(keys, 5_000, { gate, onWriteError: writeErrorLogger(logger) });
-  // Admin reports (usage, cache stats) are read by a worker thread, off the event loop.
-  const reader = new ReadWorker();
-  const costs = createCostControl(db, config, { clock, keys, usage, logger, gate, reader });
-  recoverReservations(costs, logger);
-  const retention = new LedgerRetention(db, { retentionDays: config.ledger.retentionDays, gate });
-  const pruning = setInterval(() => void pruneLedger(retention, clock, logger), config.ledger.pruneIntervalMs);
-  pruning.unref();
+  const backend = openBackend(config, { role: 'server', clock, log: logger, upstreamUrl: settings.url });
+  const { keys, cacheStore: cache } = backend;
   const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
-  const cacheDb = openServingCacheDb(config, settings.url, logger, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.cache });
-  const cacheGate = loggedGate(
-    'cache.db',
-    clock,
-    logger,
-    'cache.db cannot be written: answers are served without being stored until it can',
-    'cache.db can be written again',
-  );
-  const checkpointer = new Checkpointer([db.name, cacheDb.name], {
-    onError: (err, file) => logger.error({ err, file }, 'WAL checkpoint failed'),
-  });
-  const cache = new CacheStore(cacheDb, { memoryMaxBytes: config.cache.memoryMaxBytes, gate: cacheGate, reader });
-  const fetcher = new Fetcher(upstream, cache, clock, (err) => {
-    if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');
-  });
+  // Failed-authentication counters are this process's own (admission.ts): the embedded backend's rate windows keep them in memory.
+  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses: backend.rates });
+  const costs: EmbeddedCosts = {
+    ledger: backend.ledger,
+    limits: backend.rates,
+    budgets: backend.credits,
+    flush() {
+      backend.ledger.flush();
+      backend.rates.flush();
+    },
+  };
   metrics.watch({
-    cache,
+    cache: backend.cache,
     upstream,
     budget: () =>
       (['day', 'month'] as const).flatMap((period) => {
         const limit = config.upstream.budget[period];
-        return limit === null ? [] : [{ period, limit, spent: costs.budgets.used(PROVIDER_SCOPE, period, clock.now()) }];
+        return limit === null ? [] : [{ period, limit, spent: backend.credits.used(PROVIDER_SCOPE, period, clock.now()) }];
       }),
-    storage: () => ({
-      databases: [gate, cacheGate].map((g) => {
-        const st = g.state();
-        return { database: g.database, writable: st.ok, failures: st.failuresTotal };
-      }),
-      ledger: costs.ledger.backlog(),
-    }),
+    storage: () => backend.gauges(),
   });
   // Their refusal series start at 0, so a key refused on its first request after a restart still alerts.
   metrics.seedKeys(keys.list().flatMap((k) => (k.revokedAt === null ? [k.name] : [])));
@@ -154,41 +113,28 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const server = buildServer({
     config,
     logger,
-    keys,
+    backend,
     clock,
-    cache,
-    fetcher,
+    cache: backend.cache,
+    fetcher: gateway.fetcher,
     cacheConfig: config.cache,
     domain: config.network.domain,
-    admission: costs.admission,
-    accounting: costs.accounting,
-    ledger: costs.ledger,
+    admission: gateway.admission,
+    accounting: gateway.accounting,
     ops: {
       metrics,
       metricsToken: config.metrics.token,
       draining: () => draining,
-      readiness: () => {
-        // A shut gate reopens on a write; the probe is one, so that an instance taken out of
-        // rotation (and so sent no misses) still notices when its disk frees up.
-        gate.probe(() => touchHeader(db));
-        cacheGate.probe(() => touchHeader(cacheDb));
-        return readiness({
-          databases: { database: db, cache_database: cacheDb },
-          writes: { charges: gate.state(), cache_writes: cacheGate.state() },
-          breaker: upstream.breakerState(),
-          draining,
-        });
-      },
+      readiness: async () => readiness({ storage: await backend.health(), breaker: upstream.breakerState(), draining }),
     },
   });
 
   let draining = false;
   let closing: Promise<void> | null = null;
-  /** Batched writes, flushed in order after the last request and before the databases close. */
-  const flushes: Array<() => void> = [() => usage.flush(), () => cache.flush(), () => costs.flush()];
   return {
     config,
     server,
+    backend,
     keys,
     cache,
     upstream,
@@ -203,25 +149,15 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       closing ??= (async () => {
         draining = true;
         clearInterval(maintenance);
-        clearInterval(pruning);
-        retention.stop();
+        backend.stopHousekeeping();
         await drainHttp(server, config.server.shutdownGraceMs, logger);
         await upstream.close({ abortInFlight: true });
         // Handlers of calls cut just now settle (and record their charges) before the final
         // flush: wait for every reservation to be settled, a few turns, bounded. One still open
         // after that stays in tollgate.db and is charged at its estimate at the next start.
-        await settled(() => costs.budgets.inFlight() === 0, SETTLE_AT_CLOSE_MS);
-        for (const flush of flushes) {
-          try {
-            flush();
-          } catch (err) {
-            logger.error({ err }, 'flush at shutdown failed');
-          }
-        }
-        await reader.close();
-        await checkpointer.close();
-        db.close();
-        cacheDb.close();
+        await settled(() => backend.credits.inFlight() === 0, SETTLE_AT_CLOSE_MS);
+        // Batched writes flushed in order after the last request, then the databases closed.
+        await backend.close();
       })();
       return closing;
     },

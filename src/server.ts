@@ -6,11 +6,9 @@ import { failure, type Failure } from './domain/errors.js';
 import { newRequestId } from './domain/request-id.js';
 import type { Config } from './config.js';
 import type { LookupDeps } from './gateway/pipeline.js';
-import type { KeyStore } from './store/sqlite/keys.js';
-import type { CacheStore } from './store/sqlite/cache.js';
 import { registerAdmin } from './admin/routes.js';
 import { registerPassthrough } from './gateway/passthrough.js';
-import type { LedgerStore } from './store/sqlite/ledger.js';
+import type { StorageBackend } from './store/ports.js';
 import { installOps, type OpsDeps } from './obs/ops.js';
 import { logRequest, pathOf } from './obs/request-log.js';
 import { earlyRefusal, isV1Path, lookupRoutes, readsNoFurther } from './http/lookups.js';
@@ -30,12 +28,9 @@ declare module 'fastify' {
 }
 
 export interface ServerDeps extends LookupDeps {
-  readonly keys: KeyStore;
-  /** The admin API purges and reads stats on the SQLite store itself (until it goes through the ports). */
-  readonly cache: CacheStore;
   readonly config: Readonly<Config>;
-  /** Usage queries for the admin API. */
-  readonly ledger: LedgerStore;
+  /** Storage as ports, for the admin API (its cache purges in batches). */
+  readonly backend: StorageBackend;
   readonly logger: Logger;
   /** Health, readiness, metrics and the shutdown drain (src/obs/ops.ts). */
   readonly ops: OpsDeps;

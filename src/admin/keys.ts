@@ -2,7 +2,7 @@ import { ENDPOINT_NAMES, STRATEGIES } from '../domain/endpoints.js';
 import type { Config } from '../config.js';
 import { formatBudgets, parseBudgets } from '../domain/credits.js';
 import { formatRatePolicies, parseRatePolicies } from '../domain/rate-limit.js';
-import type { KeyStore } from '../store/sqlite/keys.js';
+import type { Keys, MaybePromise } from '../store/ports.js';
 import type { ApiKey, KeyPatch } from '../domain/keys.js';
 
 /**
@@ -108,7 +108,7 @@ export function parseKeyInput(input: KeyInput): KeyPatch {
 export type KeyDefaults = Readonly<Config['keys']['defaults']>;
 
 /** Create a key; rate and credits not given come from `keys.defaults`. The secret is returned once. */
-export function createKey(store: KeyStore, defaults: KeyDefaults, input: KeyInput): { key: ApiKey; secret: string } {
+export function createKey(store: Keys, defaults: KeyDefaults, input: KeyInput): MaybePromise<{ key: ApiKey; secret: string }> {
   const p = parseKeyInput(input);
   if (p.name === undefined) throw new KeyInputError('name', 'is required');
   return store.create({
@@ -124,7 +124,7 @@ export function createKey(store: KeyStore, defaults: KeyDefaults, input: KeyInpu
 }
 
 /** Null when there is no such key. A running server applies the change on its next request. */
-export function updateKey(store: KeyStore, id: string, input: KeyInput): ApiKey | null {
+export function updateKey(store: Keys, id: string, input: KeyInput): MaybePromise<ApiKey | null> {
   const p = parseKeyInput(input);
   if (Object.keys(p).length === 0) throw new KeyInputError('(body)', 'nothing to change');
   return store.update(id, p);
@@ -132,11 +132,11 @@ export function updateKey(store: KeyStore, id: string, input: KeyInput): ApiKey 
 
 export type RotateResult = { ok: true; key: ApiKey; secret: string } | { ok: false; reason: 'not_found' | 'revoked' };
 
-export function rotateKey(store: KeyStore, id: string, overlap: unknown): RotateResult {
+export async function rotateKey(store: Keys, id: string, overlap: unknown): Promise<RotateResult> {
   const overlapMs = overlap === undefined ? 0 : durationMs('overlap', overlap);
-  const k = store.get(id);
+  const k = await store.get(id);
   if (!k) return { ok: false, reason: 'not_found' };
-  const r = store.rotate(id, overlapMs);
+  const r = await store.rotate(id, overlapMs);
   return r ? { ok: true, ...r } : { ok: false, reason: 'revoked' };
 }
 

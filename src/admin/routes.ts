@@ -6,10 +6,7 @@ import type { Accounting } from '../gateway/accounting.js';
 import { authRateLimited, type Admission } from '../gateway/admission.js';
 import { remaining, type BudgetState } from '../domain/credits.js';
 import { purgeFilter } from '../domain/purge-filter.js';
-import type { CacheStore } from '../store/sqlite/cache.js';
-import type { KeyStore } from '../store/sqlite/keys.js';
-import { purgeInBatches } from '../store/sqlite/cache-purge.js';
-import { type LedgerStore } from '../store/sqlite/ledger.js';
+import type { StorageBackend } from '../store/ports.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { usageGroup, usageWindow } from './usage.js';
 import { isStorageError } from '../store/write-gate.js';
@@ -19,9 +16,8 @@ import { UsageRangePruned } from '../domain/ledger.js';
 
 export interface AdminDeps {
   readonly config: Readonly<Config>;
-  readonly keys: KeyStore;
-  readonly cache: CacheStore;
-  readonly ledger: LedgerStore;
+  /** Keys, the response cache (whose purge never stalls the server) and the usage ledger. */
+  readonly backend: Pick<StorageBackend, 'keys' | 'cache' | 'ledger'>;
   readonly admission: Admission;
   readonly accounting: Accounting;
   readonly clock: Clock;
@@ -97,40 +93,41 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         return sendFailure(reply, failure('INTERNAL_ERROR'));
       });
 
+      const { keys, cache, ledger } = deps.backend;
       const now = () => deps.clock.now();
-      const mustGet = (id: string) => {
-        const k = deps.keys.get(id);
+      const mustGet = async (id: string) => {
+        const k = await keys.get(id);
         if (!k) throw new Refusal(failure('NOT_FOUND', `No key with id ${id}.`));
         return k;
       };
 
       admin.post('/keys', async (request, reply) => {
-        const { key, secret } = createKey(deps.keys, deps.config.keys.defaults, bodyOf(request, KEY_FIELDS) as KeyInput);
+        const { key, secret } = await createKey(keys, deps.config.keys.defaults, bodyOf(request, KEY_FIELDS) as KeyInput);
         return send(reply, 201, { id: key.id, key: secret, api_key: keyView(key, now()) });
       });
 
-      admin.get('/keys', async (_request, reply) => send(reply, 200, { keys: deps.keys.list().map((k) => keyView(k, now())) }));
+      admin.get('/keys', async (_request, reply) => send(reply, 200, { keys: (await keys.list()).map((k) => keyView(k, now())) }));
 
       admin.get<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
-        const k = mustGet(request.params.id);
+        const k = await mustGet(request.params.id);
         return send(reply, 200, { ...keyView(k, now()), budgets: budgetsView(await deps.accounting.keyStates(k, now())) });
       });
 
       admin.patch<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
-        const k = updateKey(deps.keys, request.params.id, bodyOf(request, KEY_FIELDS) as KeyInput);
+        const k = await updateKey(keys, request.params.id, bodyOf(request, KEY_FIELDS) as KeyInput);
         if (!k) throw new Refusal(failure('NOT_FOUND', `No key with id ${request.params.id}.`));
         return send(reply, 200, keyView(k, now()));
       });
 
       admin.post<{ Params: { id: string } }>('/keys/:id/revoke', async (request, reply) => {
-        mustGet(request.params.id);
-        deps.keys.revoke(request.params.id);
-        return send(reply, 200, keyView(mustGet(request.params.id), now()));
+        await mustGet(request.params.id);
+        await keys.revoke(request.params.id);
+        return send(reply, 200, keyView(await mustGet(request.params.id), now()));
       });
 
       admin.post<{ Params: { id: string } }>('/keys/:id/rotate', async (request, reply) => {
         const { overlap } = bodyOf(request, new Set(['overlap']));
-        const r = rotateKey(deps.keys, request.params.id, overlap);
+        const r = await rotateKey(keys, request.params.id, overlap);
         if (!r.ok && r.reason === 'not_found') throw new Refusal(failure('NOT_FOUND', `No key with id ${request.params.id}.`));
         if (!r.ok) throw new Refusal(failure('CONFLICT', `Key ${request.params.id} is revoked; create a new key instead.`));
         return send(reply, 200, { id: r.key.id, key: r.secret, api_key: keyView(r.key, now()) });
@@ -144,7 +141,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         const w = usageWindow(q.from, q.to, now());
         if (typeof w === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${w}.`));
         // Read by the ledger's worker thread: a report over a large ledger never stalls the gateway.
-        const rows = await deps.ledger.report(w.from, w.to, by).catch((err: unknown) => {
+        const rows = await ledger.report(w.from, w.to, by).catch((err: unknown) => {
           throw err instanceof UsageRangePruned ? new Refusal(failure('INVALID_PARAMETER', `${err.message}.`)) : err;
         });
         return send(reply, 200, { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), by, rows });
@@ -152,7 +149,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
 
       admin.get('/budget', async (_request, reply) => send(reply, 200, { provider: budgetsView(await deps.accounting.providerStates(now())) }));
 
-      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, await deps.cache.readStats()));
+      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, await cache.readStats()));
 
       admin.post('/cache/purge', async (request, reply) => {
         const b = bodyOf(request, new Set(['url', 'id', 'endpoint', 'all']));
@@ -162,8 +159,8 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         if (b.all !== undefined && typeof b.all !== 'boolean') throw new Refusal(failure('INVALID_PARAMETER', 'all must be true or false.'));
         const filter = purgeFilter(b as { url?: string; id?: string; endpoint?: string; all?: boolean }, deps.config.network.domain);
         if (typeof filter === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${filter.replace(/--/g, '')}.`));
-        // In bounded batches with the event loop's turn between them (cache-purge.ts).
-        return send(reply, 200, { purged: await purgeInBatches(deps.cache, filter) });
+        // The server's port purges in bounded batches with the event loop's turn between them.
+        return send(reply, 200, { purged: await cache.purge(filter) });
       });
     },
     { prefix: '/admin' },

@@ -1,17 +1,12 @@
 import type { Command } from 'commander';
 import { purgeFilter } from '../domain/purge-filter.js';
-import { CacheStore } from '../store/sqlite/cache.js';
-import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
+import type { ResponseCache } from '../store/ports.js';
+import { CliError, configFrom, withStorage, type GlobalOpts } from './common.js';
 
-function withCache<T>(cmd: Command, fn: (cache: CacheStore, domain: string) => T): T {
+/** Run with the response cache of the configured data dir; never opens tollgate.db. */
+function withCache<T>(cmd: Command, fn: (cache: ResponseCache, domain: string) => T | Promise<T>): Promise<T> {
   const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
-  const db = openForCli(config, 'cache.db', 'read');
-  try {
-    // A one-shot command reads each entry at most once: nothing to keep in memory.
-    return fn(new CacheStore(db, { memoryMaxBytes: 0 }), config.network.domain);
-  } finally {
-    db.close();
-  }
+  return withStorage(config, 'cache', 'read', (storage) => fn(storage.cache, config.network.domain));
 }
 
 export function registerCache(program: Command): void {
@@ -21,8 +16,8 @@ export function registerCache(program: Command): void {
     .command('stats')
     .description('entries, bytes and hit ratio')
     .option('--json', 'print JSON')
-    .action(function (this: Command, o: { json?: boolean }) {
-      const s = withCache(this, (c) => c.stats());
+    .action(async function (this: Command, o: { json?: boolean }) {
+      const s = await withCache(this, (c) => c.readStats());
       if (o.json) return console.log(JSON.stringify(s, null, 2));
       const ratio = s.hitRatio === null ? '-' : `${(s.hitRatio * 100).toFixed(1)}%`;
       console.log(`entries: ${s.entries}\nbytes:   ${s.bytes}\nhits:    ${s.hits}\nmisses:  ${s.misses}\nhit ratio: ${ratio}`);
@@ -36,8 +31,8 @@ export function registerCache(program: Command): void {
     .option('--id <param=value>', 'an id identifier, e.g. org_id=42 or person.id=7')
     .option('--endpoint <name>', 'only this endpoint (profile, profile_posts, company, company_posts)')
     .option('--all', 'everything')
-    .action(function (this: Command, o: { url?: string; id?: string; endpoint?: string; all?: boolean }) {
-      const n = withCache(this, (c, domain) => {
+    .action(async function (this: Command, o: { url?: string; id?: string; endpoint?: string; all?: boolean }) {
+      const n = await withCache(this, (c, domain) => {
         const filter = purgeFilter(o, domain);
         if (typeof filter === 'string') throw new CliError(`cache purge: ${filter}`);
         return c.purge(filter);

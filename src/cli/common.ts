@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { openCacheDb, openMainDb } from '../app.js';
+import { dirname } from 'node:path';
 import { loadConfig, type Config } from '../config.js';
-import { StartupError } from '../domain/startup-error.js';
-import type { DB } from '../store/sqlite/db.js';
+import { StorageMissing } from '../domain/startup-error.js';
+import { openBackend } from '../store/open.js';
+import type { StorageBackend, StoragePart } from '../store/ports.js';
 
 /** A user mistake on the command line: printed without a stack trace, exit code 2. */
 export class CliError extends Error {
@@ -39,22 +38,40 @@ export function portNumber(v: string): number {
 }
 
 /**
- * Open tollgate.db or cache.db for a command, saying on stderr which file (so --json output
- * stays clean). `read` refuses a missing file instead of creating an empty database the
- * server never sees: a key made in the wrong directory would otherwise be answered 401.
+ * Storage for a command, opening the one part it uses (`main`: keys and the ledger in
+ * tollgate.db; `cache`: cache.db) and saying on stderr which file (so --json output stays
+ * clean). `read` refuses a missing file instead of creating an empty database the server
+ * never sees: a key made in the wrong directory would otherwise be answered 401.
  */
-export function openForCli(config: Readonly<Config>, file: 'tollgate.db' | 'cache.db', mode: 'read' | 'create'): DB {
-  const path = resolve(config.dataDir, file);
-  const fresh = !existsSync(path);
-  console.error(`tollgate: using ${path}`);
+export function openForCli(config: Readonly<Config>, part: StoragePart, mode: 'read' | 'create'): StorageBackend {
   try {
-    const opts = { mustExist: mode === 'read' };
-    const db = file === 'tollgate.db' ? openMainDb(config, opts) : openCacheDb(config, undefined, opts);
-    if (fresh) console.error(`tollgate: created a new, empty ${file}; the server sees it only if it runs with this data directory`);
-    return db;
+    return openBackend(config, {
+      role: 'cli',
+      open: [part],
+      create: mode === 'create',
+      notify: {
+        opening: (_part, _name, location) => console.error(`tollgate: using ${location}`),
+        created: (_part, name) => console.error(`tollgate: created a new, empty ${name}; the server sees it only if it runs with this data directory`),
+      },
+    });
   } catch (err) {
-    if (!(err instanceof StartupError) || err.code !== 'ENOENT') throw err;
-    const made = file === 'tollgate.db' ? '`tollgate keys create` or the server creates it' : 'the server creates it when it starts';
-    throw new CliError(`no ${file} in ${resolve(config.dataDir)} (${made}); pass --data-dir or set TOLLGATE_DATA_DIR to the server's data directory`);
+    if (!(err instanceof StorageMissing)) throw err;
+    const made = err.part === 'main' ? '`tollgate keys create` or the server creates it' : 'the server creates it when it starts';
+    throw new CliError(`no ${err.storage} in ${dirname(err.location)} (${made}); pass --data-dir or set TOLLGATE_DATA_DIR to the server's data directory`);
+  }
+}
+
+/** Run `fn` on storage opened for a command, and close it however `fn` ends. */
+export async function withStorage<T>(
+  config: Readonly<Config>,
+  part: StoragePart,
+  mode: 'read' | 'create',
+  fn: (storage: StorageBackend) => T | Promise<T>,
+): Promise<T> {
+  const storage = openForCli(config, part, mode);
+  try {
+    return await fn(storage);
+  } finally {
+    await storage.close();
   }
 }

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import { STRATEGIES } from '../domain/endpoints.js';
 import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
-import { systemClock } from '../domain/clock.js';
 import type { Config } from '../config.js';
-import { KeyStore } from '../store/sqlite/keys.js';
-import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
+import type { Keys } from '../store/ports.js';
+import { CliError, configFrom, withStorage, type GlobalOpts } from './common.js';
 
 const FLAG: Record<string, string> = {
   name: '--name',
@@ -22,17 +21,16 @@ const FLAG: Record<string, string> = {
  * Run with the key store of the configured data dir; input mistakes become CLI errors naming
  * the flag. Only `create` may create tollgate.db: the other commands act on existing keys.
  */
-function withStore<T>(cmd: Command, fn: (store: KeyStore, config: Readonly<Config>) => T, mode: 'read' | 'create' = 'read'): T {
+function withStore<T>(cmd: Command, fn: (keys: Keys, config: Readonly<Config>) => T | Promise<T>, mode: 'read' | 'create' = 'read'): Promise<T> {
   const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
-  const db = openForCli(config, 'tollgate.db', mode);
-  try {
-    return fn(new KeyStore(db, systemClock), config);
-  } catch (err) {
-    if (err instanceof KeyInputError) throw new CliError(`${FLAG[err.field] ?? err.field}: ${err.message}`);
-    throw err;
-  } finally {
-    db.close();
-  }
+  return withStorage(config, 'main', mode, async (storage) => {
+    try {
+      return await fn(storage.keys, config);
+    } catch (err) {
+      if (err instanceof KeyInputError) throw new CliError(`${FLAG[err.field] ?? err.field}: ${err.message}`);
+      throw err;
+    }
+  });
 }
 
 interface KeyOpts {
@@ -82,8 +80,8 @@ export function registerKeys(program: Command): void {
   const keys = program.command('keys').description('manage client API keys (stored hashed in <data-dir>/tollgate.db)');
 
   limitOptions(keys.command('create').description('create a key; its secret is printed once and never again').requiredOption('--name <name>', 'a human name, e.g. the team'), false).action(
-    function (this: Command, o: KeyOpts) {
-      const { key, secret } = withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o)), 'create');
+    async function (this: Command, o: KeyOpts) {
+      const { key, secret } = await withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o)), 'create');
       if (o.json) console.log(JSON.stringify({ id: key.id, key: secret }));
       else console.log(`Created ${key.id} (${key.name}).\nSecret (shown once, store it now):\n  ${secret}`);
     },
@@ -93,9 +91,9 @@ export function registerKeys(program: Command): void {
     .command('list')
     .description('list keys (never their secrets)')
     .option('--json', 'print JSON')
-    .action(function (this: Command, o: { json?: boolean }) {
+    .action(async function (this: Command, o: { json?: boolean }) {
       const now = Date.now();
-      const all = withStore(this, (s) => s.list()).map((k) => keyView(k, now));
+      const all = (await withStore(this, (s) => s.list())).map((k) => keyView(k, now));
       if (o.json) return console.log(JSON.stringify(all, null, 2));
       if (all.length === 0) return console.log('No keys yet: create one with `tollgate keys create --name <team>`.');
       for (const k of all) {
@@ -108,16 +106,16 @@ export function registerKeys(program: Command): void {
     .command('show <id>')
     .description('show one key')
     .option('--json', 'print JSON')
-    .action(function (this: Command, id: string, o: { json?: boolean }) {
-      const k = withStore(this, (s) => s.get(id));
+    .action(async function (this: Command, id: string, o: { json?: boolean }) {
+      const k = await withStore(this, (s) => s.get(id));
       if (!k) throw new CliError(`no key with id ${id}`);
       print(keyView(k, Date.now()), o.json);
     });
 
   limitOptions(keys.command('update <id>').description('change a key; a running server applies it on the next request').option('--name <name>', 'new name'), true)
     .option('--no-isolated', 'share the cache again')
-    .action(function (this: Command, id: string, o: KeyOpts) {
-      const k = withStore(this, (s) => updateKey(s, id, inputOf(o)));
+    .action(async function (this: Command, id: string, o: KeyOpts) {
+      const k = await withStore(this, (s) => updateKey(s, id, inputOf(o)));
       if (!k) throw new CliError(`no key with id ${id}`);
       print(keyView(k, Date.now()), o.json);
     });
@@ -127,8 +125,8 @@ export function registerKeys(program: Command): void {
     .description('give a key a new secret (same id, limits and usage); printed once')
     .option('--overlap <duration>', 'how long the old secret keeps working, e.g. 24h (default 0: it stops at once)')
     .option('--json', 'print {"id","key"} as JSON')
-    .action(function (this: Command, id: string, o: { overlap?: string; json?: boolean }) {
-      const r = withStore(this, (s) => rotateKey(s, id, o.overlap));
+    .action(async function (this: Command, id: string, o: { overlap?: string; json?: boolean }) {
+      const r = await withStore(this, (s) => rotateKey(s, id, o.overlap));
       if (!r.ok) throw new CliError(r.reason === 'not_found' ? `no key with id ${id}` : `${id} is revoked; create a new key instead`);
       if (o.json) return console.log(JSON.stringify({ id: r.key.id, key: r.secret }));
       const until = r.key.previousExpiresAt !== null && r.key.previousExpiresAt > Date.now() ? `until ${new Date(r.key.previousExpiresAt).toISOString()}` : 'no longer';
@@ -138,8 +136,8 @@ export function registerKeys(program: Command): void {
   keys
     .command('revoke <id>')
     .description('revoke a key; a running server refuses it on the next request')
-    .action(function (this: Command, id: string) {
-      const done = withStore(this, (s) => (s.get(id) ? s.revoke(id) : null));
+    .action(async function (this: Command, id: string) {
+      const done = await withStore(this, async (s) => ((await s.get(id)) ? s.revoke(id) : null));
       if (done === null) throw new CliError(`no key with id ${id}`);
       console.log(done ? `Revoked ${id}.` : `${id} was already revoked.`);
     });

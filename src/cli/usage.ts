@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { usageGroup, usageWindow } from '../admin/usage.js';
-import { queryUsage } from '../store/sqlite/ledger.js';
-import { CliError, configFrom, openForCli, type GlobalOpts } from './common.js';
+import { CliError, configFrom, withStorage, type GlobalOpts } from './common.js';
 import { UsageRangePruned, type UsageGroup, type UsageRow } from '../domain/ledger.js';
 
 function table(rows: UsageRow[], by: UsageGroup): string {
@@ -31,25 +30,18 @@ export function registerUsage(program: Command): void {
     .option('--to <iso>', 'end (exclusive; a date-only value includes that day); default: now')
     .option('--by <group>', 'key, day or endpoint', 'key')
     .option('--json', 'print an array of {id, name, requests, cache_hits, credits, credits_saved, unsettled_credits}')
-    .action(function (this: Command, o: { from?: string; to?: string; by?: string; json?: boolean }) {
+    .action(async function (this: Command, o: { from?: string; to?: string; by?: string; json?: boolean }) {
       const by = usageGroup(o.by);
       if (!by) throw new CliError(`--by: expected key, day or endpoint, got '${o.by}'`);
       const w = usageWindow(o.from, o.to, Date.now());
       if (typeof w === 'string') throw new CliError(`--${w}`);
-      const db = openForCli(configFrom(this.optsWithGlobals<GlobalOpts>()), 'tollgate.db', 'read');
-      try {
-        let rows: UsageRow[];
-        try {
-          rows = queryUsage(db, w.from, w.to, by);
-        } catch (err) {
-          if (err instanceof UsageRangePruned) throw new CliError(`--${err.message}`);
-          throw err;
-        }
-        if (o.json) return console.log(JSON.stringify(rows, null, 2));
-        console.log(`Usage ${new Date(w.from).toISOString()} … ${new Date(w.to).toISOString()}`);
-        console.log(rows.length === 0 ? 'No requests in this window.' : table(rows, by));
-      } finally {
-        db.close();
-      }
+      const rows = await withStorage(configFrom(this.optsWithGlobals<GlobalOpts>()), 'main', 'read', (storage) =>
+        storage.ledger.report(w.from, w.to, by).catch((err: unknown) => {
+          throw err instanceof UsageRangePruned ? new CliError(`--${err.message}`) : err;
+        }),
+      );
+      if (o.json) return console.log(JSON.stringify(rows, null, 2));
+      console.log(`Usage ${new Date(w.from).toISOString()} … ${new Date(w.to).toISOString()}`);
+      console.log(rows.length === 0 ? 'No requests in this window.' : table(rows, by));
     });
 }

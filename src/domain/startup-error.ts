@@ -31,3 +31,22 @@ export function listenError(err: unknown, host: string, port: number): unknown {
   }
   return err;
 }
+
+/**
+ * Storage a command may only read does not exist (BackendOptions.create false): refused
+ * rather than created empty, since nothing would ever read what an empty one answers.
+ */
+export class StorageMissing extends StartupError {
+  override name = 'StorageMissing';
+
+  constructor(
+    /** Which part of storage (store/ports.ts StoragePart). */
+    readonly part: 'main' | 'cache',
+    /** Its name, e.g. tollgate.db. */
+    readonly storage: string,
+    /** Where it was looked for. */
+    readonly location: string,
+  ) {
+    super(`no ${storage} at ${location}`, 'ENOENT');
+  }
+}

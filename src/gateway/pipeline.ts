@@ -1,27 +1,19 @@
 import { errorAnswer, type Answer } from '../domain/answer.js';
 import { accessRefusal } from '../domain/access.js';
-import { decide, type CachePolicyConfig } from '../domain/cache-policy.js';
+import { decide } from '../domain/cache-policy.js';
 import type { EndpointDef } from '../domain/endpoints.js';
 import { isFailure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
 import { cacheKey, parseLookup } from '../domain/params.js';
 import type { LookupTrace } from '../domain/trace.js';
-import { isPromise, type ResponseCache } from '../store/ports.js';
+import { isPromise } from '../store/ports.js';
 import { answerHit } from './cache-stage.js';
-import type { Fetcher } from './fetcher.js';
-import { framed, type FrameDeps, type Incoming } from './frame.js';
+import { framed, type Incoming } from './frame.js';
+import type { LookupDeps } from './lookup-deps.js';
 import { forwardToProvider } from './provider-stage.js';
 
 export type { Incoming } from './frame.js';
-
-/** What a lookup needs: the frame's admission and accounting, the cache, the provider. */
-export interface LookupDeps extends FrameDeps {
-  readonly cache: ResponseCache;
-  readonly fetcher: Fetcher;
-  /** The professional network's domain, for profile and company URLs (config network.domain). */
-  readonly domain: string;
-  readonly cacheConfig: CachePolicyConfig;
-}
+export type { LookupDeps } from './lookup-deps.js';
 
 /**
  * One /v1 lookup, in the order of DESIGN §2. Steps 1–2 (request id, route) are the data

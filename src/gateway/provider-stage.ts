@@ -13,7 +13,7 @@ import { entryTtlMs } from './cache-stage.js';
 import { RELEASED } from './coalesce.js';
 import type { FetchResult } from './fetcher.js';
 import { chargeReservation } from './frame.js';
-import type { LookupDeps } from './pipeline.js';
+import type { LookupDeps } from './lookup-deps.js';
 
 /** A lookup the cache could not answer: what the stages before decided. */
 export interface Miss {

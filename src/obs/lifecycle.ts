@@ -68,3 +68,13 @@ export function closeOnSignals(app: Stoppable, extra: () => Promise<void> = asyn
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 }
+
+/** How long close() waits for the handlers of cut provider calls to record their charges. */
+export const SETTLE_AT_CLOSE_MS = 2_000;
+
+/** Resolves once `done()` holds, looked at every few milliseconds after a turn, or after `maxMs`. */
+export async function settled(done: () => boolean, maxMs: number): Promise<void> {
+  const until = Date.now() + maxMs;
+  await new Promise((r) => setImmediate(r));
+  while (!done() && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+}

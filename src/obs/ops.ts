@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { failure } from '../domain/errors.js';
 import type { Readiness } from './health.js';
+import type { MaybePromise } from '../store/ports.js';
 import { endpointLabel, type Metrics } from './metrics.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { sendFailure } from '../http/fastify-reply.js';
@@ -8,7 +9,7 @@ import { sendFailure } from '../http/fastify-reply.js';
 /** What the operations routes and hooks need from the app. */
 export interface OpsDeps {
   readonly metrics: Metrics;
-  readonly readiness: () => Readiness;
+  readonly readiness: () => MaybePromise<Readiness>;
   /** True once shutdown has begun: new work is refused, in-flight work finishes. */
   readonly draining: () => boolean;
   /** Bearer token required by GET /metrics; null leaves it open (the default). */
@@ -56,7 +57,7 @@ export function installOps(app: FastifyInstance, ops: OpsDeps): void {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', 'no-store').send({ status: 'ok' }));
 
   app.get('/readyz', async (_request, reply) => {
-    const r = ops.readiness();
+    const r = await ops.readiness();
     return reply
       .code(r.ok ? 200 : 503)
       .header('cache-control', 'no-store')

@@ -1,19 +1,24 @@
 import { FlushTimer } from './flush-timer.js';
-import type { KeyStore } from './sqlite/keys.js';
+import type { LastUsed } from './ports.js';
 import { gated, type WriteGate } from './write-gate.js';
+
+/** Where a batch of last-used times goes: one write for the whole batch. */
+export interface LastUsedSink {
+  touchAll(lastUsed: ReadonlyMap<string, number>): void;
+}
 
 /**
  * Remembers when each key was last used and writes it in batches: a write per request
- * would put SQLite on the hot path for a field that only needs to be roughly current.
+ * would put storage on the hot path for a field that only needs to be roughly current.
  */
-export class UsageTracker {
+export class LastUsedBatcher implements LastUsed {
   private pending = new Map<string, number>();
   private readonly timer: FlushTimer;
 
   constructor(
-    private readonly keys: KeyStore,
+    private readonly sink: LastUsedSink,
     flushEveryMs = 5_000,
-    private readonly opts: { gate?: WriteGate; onWriteError?: (err: Error) => void } = {},
+    private readonly opts: { gate?: WriteGate | null; onWriteError?: (err: Error) => void } = {},
   ) {
     this.timer = new FlushTimer(flushEveryMs, () => this.flush(), opts.onWriteError);
   }
@@ -30,7 +35,7 @@ export class UsageTracker {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      gated(this.opts.gate, () => this.keys.touchAll(batch));
+      gated(this.opts.gate, () => this.sink.touchAll(batch));
     } catch (err) {
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
       throw err;

@@ -1,4 +1,5 @@
 import type { CacheEntry, CacheStats, NewEntry } from '../domain/cache-entry.js';
+import type { Clock } from '../domain/clock.js';
 import type { Budget, BudgetState, Period } from '../domain/credits.js';
 import type { ApiKey, FoundKey, KeyPatch, NewKey } from '../domain/keys.js';
 import type { LedgerRow, Reservation, UsageGroup, UsageRow } from '../domain/ledger.js';
@@ -143,7 +144,10 @@ export interface ResponseCache {
   /** Count a hit on an entry `get` returned (counted in memory, written behind). */
   recordHit(entry: CacheEntry, at: number): void;
   recordMiss(): void;
-  /** Delete `filter`'s entries; a large purge runs in steps so it never stalls the process. */
+  /**
+   * Delete `filter`'s entries. A server's port purges a large set in steps so that it never
+   * stalls the requests being served; a one-shot command's may delete them in one transaction.
+   */
   purge(filter: PurgeFilter): MaybePromise<number>;
   /** Totals by endpoint and hit counters; read off the request path. */
   readStats(): Promise<CacheStats>;
@@ -166,7 +170,9 @@ export type ChangeTopic = 'keys' | 'cache';
 /**
  * Changes other processes made: keys and cache entries remembered in memory are dropped when
  * their topic changes. SQLite learns of them from `PRAGMA data_version`; a shared backend
- * from LISTEN/NOTIFY or pub/sub.
+ * from LISTEN/NOTIFY or pub/sub. A backend may notify more often than strictly needed (SQLite
+ * sees any commit to the file that holds the topic): a listener only drops what it remembers.
+ * Changes made through this backend itself are not notified.
  */
 export interface ChangeFeed {
   /** Call `listener` (at most every few hundred milliseconds) after `topic` changed elsewhere; returns an unsubscribe. */
@@ -200,8 +206,54 @@ export interface StorageBackend {
   /** Probe that storage can be written (readiness). */
   health(): MaybePromise<StorageHealth>;
   gauges(): StorageGauges;
-  /** Write everything batched, in order; logs and goes on past a failure. */
+  /**
+   * Start no more background work of the backend's own (ledger retention passes); a pass under
+   * way ends after its current step. Called when shutdown begins, before in-flight requests are
+   * waited for: those still use every port. Idempotent; close() implies it.
+   */
+  stopHousekeeping(): void;
+  /** Write everything batched, in order; logs and goes on past a failure. Does nothing once closed. */
   flush(): Promise<void>;
   /** Flush, stop timers and workers, close connections. Idempotent. */
   close(): Promise<void>;
+}
+
+/** What storage logs through: pino's Logger is one. */
+export interface StorageLog {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * The two parts of storage, opened (and created) apart: `main` holds keys, rate windows,
+ * credits and the ledger, which cannot be fetched again; `cache` the provider's answers.
+ */
+export type StoragePart = 'main' | 'cache';
+
+/** How store/open.ts opens a backend. */
+export interface BackendOptions {
+  /**
+   * `server`: the long-lived gateway; every part is opened at once, its writes are gated
+   * (write-gate.ts), reports are read off the event loop, background work runs, and the
+   * reservations of a dead process are charged before it serves. `cli`: a one-shot command;
+   * a part is opened when first used (or at once when listed in `open`), writes wait for
+   * the server's, nothing runs in the background.
+   */
+  readonly role: 'server' | 'cli';
+  readonly clock?: Clock;
+  /** Where the server's storage logs go; nothing is logged without one. */
+  readonly log?: StorageLog;
+  /** server: the provider whose answers the cache holds (answers stored for another are set aside); default upstream.url. */
+  readonly upstreamUrl?: string;
+  /** cli: the parts a command uses, opened at once, so that a missing one is refused before anything runs. */
+  readonly open?: readonly StoragePart[];
+  /** false: a part that does not exist yet is refused (StorageMissing) instead of created empty. Default true. */
+  readonly create?: boolean;
+  /** cli: told which storage a part opens, before it does, and when it had to be created. */
+  readonly notify?: {
+    opening(part: StoragePart, name: string, location: string): void;
+    created(part: StoragePart, name: string, location: string): void;
+  };
 }

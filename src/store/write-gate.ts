@@ -1,3 +1,4 @@
+import type { StorageLog } from './ports.js';
 import type { Clock } from '../domain/clock.js';
 
 /** A write the gate refused without trying it: the database failed recently and is cooling down. */
@@ -126,4 +127,16 @@ const STORAGE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|READONLY|IOERR|CANTOPEN|PROTOCO
 
 export function isStorageError(err: unknown): boolean {
   return err instanceof StorageUnavailable || STORAGE_CODES.test(sqliteCode(err));
+}
+
+/**
+ * Logs a failed write-behind of tollgate.db (kept and retried). While the gate is shut the
+ * refusals are expected and would repeat for every request; the gate's own change log says
+ * when it shut and reopened.
+ */
+export function mainWriteErrorLogger(log: StorageLog | undefined): (err: Error) => void {
+  return (err) => {
+    if (err instanceof StorageUnavailable) log?.debug({ code: err.code }, 'tollgate.db write skipped while it cannot be written');
+    else log?.error({ err }, 'tollgate.db write failed; kept and retried');
+  };
 }

@@ -14,7 +14,7 @@ import { Admission } from '../../src/gateway/admission.js';
 import type { Freshness } from '../../src/gateway/coalesce.js';
 import { Fetcher, type Provider } from '../../src/gateway/fetcher.js';
 import { handleLookup, type LookupDeps } from '../../src/gateway/pipeline.js';
-import { UsageTracker } from '../../src/store/last-used.js';
+import { LastUsedBatcher } from '../../src/store/last-used.js';
 import { BudgetStore } from '../../src/store/sqlite/budgets.js';
 import { CacheStore } from '../../src/store/sqlite/cache.js';
 import { CACHE_MIGRATIONS } from '../../src/store/sqlite/cache-schema.js';
@@ -111,7 +111,7 @@ function harness(s: Scheduler | null, wrapCredits?: (b: BudgetStore) => BudgetSt
     {
       keys: s ? awaiting(s, 'keys', keys, ['findBySecret']) : keys,
       rates: s ? awaiting(s, 'rates', limits, ['take']) : limits,
-      lastUsed: new UsageTracker(keys, 3_600_000),
+      lastUsed: new LastUsedBatcher(keys, 3_600_000),
       addresses: limits,
     },
     failedAuth,

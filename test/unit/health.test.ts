@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { probeWritable, readiness } from '../../src/obs/health.js';
+import { readiness } from '../../src/obs/health.js';
+import { databaseHealth, probeWritable } from '../../src/store/sqlite/health.js';
 import { openDatabase } from '../../src/store/sqlite/db.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-health-'));
@@ -50,15 +51,15 @@ describe('probeWritable', () => {
 describe('readiness', () => {
   it('ready with writable databases, whatever the breaker says', () => {
     for (const breaker of ['closed', 'half_open', 'open'] as const) {
-      const r = readiness({ databases: { database: db }, breaker, draining: false });
+      const r = readiness({ storage: databaseHealth({ databases: { database: db } }), breaker, draining: false });
       expect(r).toEqual({ ok: true, checks: { database: 'ok', upstream_breaker: breaker, lifecycle: 'serving' } });
     }
   });
 
   it('not ready while draining or with a database it cannot write', () => {
-    expect(readiness({ databases: { database: db }, breaker: 'closed', draining: true }).ok).toBe(false);
+    expect(readiness({ storage: databaseHealth({ databases: { database: db } }), breaker: 'closed', draining: true }).ok).toBe(false);
     const ro = new Database(file, { readonly: true });
-    const r = readiness({ databases: { database: db, cache_database: ro }, breaker: 'closed', draining: false });
+    const r = readiness({ storage: databaseHealth({ databases: { database: db, cache_database: ro } }), breaker: 'closed', draining: false });
     expect(r.ok).toBe(false);
     expect(r.checks.cache_database).toBe('error: SQLITE_READONLY');
     ro.close();

@@ -1,7 +1,7 @@
 import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
-import type { Logger } from '../../obs/logger.js';
+import type { StorageLog } from '../ports.js';
 import { checkCacheOrigin, recordCacheOrigin, upstreamIdentity } from './cache-origin.js';
 import { CACHE_MIGRATIONS } from './cache-schema.js';
 import { openDatabase, type DB, type OpenOptions } from './db.js';
@@ -14,7 +14,7 @@ export function cacheDbPath(config: Readonly<Config>): string {
  * cache.db holds only re-fetchable answers, so an unreadable one is moved aside and
  * replaced rather than stopping the gateway.
  */
-export function openCacheDb(config: Readonly<Config>, logger?: Logger, opts?: OpenOptions): DB {
+export function openCacheDb(config: Readonly<Config>, log?: StorageLog, opts?: OpenOptions): DB {
   const file = cacheDbPath(config);
   try {
     return openDatabase(file, CACHE_MIGRATIONS, opts);
@@ -22,7 +22,7 @@ export function openCacheDb(config: Readonly<Config>, logger?: Logger, opts?: Op
     const code = (err as { code?: string }).code ?? '';
     if (!/^SQLITE_(CORRUPT|NOTADB)/.test(code)) throw err;
     const aside = moveAside(file, 'corrupt');
-    logger?.warn({ err, aside }, 'cache.db unreadable; moved aside and starting with an empty cache');
+    log?.warn({ err, aside }, 'cache.db unreadable; moved aside and starting with an empty cache');
     return openDatabase(file, CACHE_MIGRATIONS, { ...opts, mustExist: false });
   }
 }
@@ -32,18 +32,18 @@ export function openCacheDb(config: Readonly<Config>, logger?: Logger, opts?: Op
  * served. Such a file is moved aside rather than deleted: refilling it costs credits, and an
  * operator who changed the URL by mistake can change it back and move the file back.
  */
-export function openServingCacheDb(config: Readonly<Config>, upstreamUrl: string, logger: Logger, opts?: OpenOptions): DB {
+export function openServingCacheDb(config: Readonly<Config>, upstreamUrl: string, log: StorageLog | undefined, opts?: OpenOptions): DB {
   const identity = upstreamIdentity(upstreamUrl);
-  let db = openCacheDb(config, logger, opts);
+  let db = openCacheDb(config, log, opts);
   const check = checkCacheOrigin(db, identity);
   if (!check.ok) {
     db.close();
     const aside = moveAside(cacheDbPath(config), 'upstream');
-    logger.warn(
+    log?.warn(
       { aside, recordedUpstream: check.recorded ?? 'unknown', upstream: identity },
       `cache.db holds answers from ${check.recorded ?? 'an unrecorded upstream'}, not from ${identity}; moved aside, starting with an empty cache`,
     );
-    db = openCacheDb(config, logger, opts);
+    db = openCacheDb(config, log, opts);
   }
   recordCacheOrigin(db, identity);
   return db;

@@ -1,9 +1,14 @@
-import type { CacheStore } from './cache.js';
-
 export interface PurgeFilter {
   identity?: string;
   endpoint?: string;
   all?: boolean;
+}
+
+/** What a purge in batches needs of the store (CacheStore): named here, so that the two modules import one way. */
+export interface BatchPurgeable {
+  lastRowid(): number;
+  isOpen(): boolean;
+  purgeBatch(filter: PurgeFilter, upTo: number, limit: number): number;
 }
 
 /** Entries deleted per transaction by the server's purge: a few milliseconds of work per turn. */
@@ -27,7 +32,7 @@ export function purgeWhere(filter: PurgeFilter): { where: string; params: string
  * ends even while new answers keep being stored; an entry stored while it runs survives it
  * unless it replaced one of those. Totals and the in-memory entries follow batch by batch.
  */
-export async function purgeInBatches(cache: CacheStore, filter: PurgeFilter, batch = PURGE_BATCH): Promise<number> {
+export async function purgeInBatches(cache: BatchPurgeable, filter: PurgeFilter, batch = PURGE_BATCH): Promise<number> {
   if (!purgeWhere(filter)) return 0;
   const upTo = cache.lastRowid();
   let purged = 0;

@@ -1,0 +1,103 @@
+import type { Clock } from '../../domain/clock.js';
+import type { Config } from '../../config.js';
+import { LastUsedBatcher } from '../last-used.js';
+import type { StorageLog } from '../ports.js';
+import { StorageUnavailable, type WriteGate } from '../write-gate.js';
+import { BudgetStore } from './budgets.js';
+import type { DB } from './db.js';
+import { KeyStore } from './keys.js';
+import { LedgerRetention } from './ledger-retention.js';
+import { LedgerStore } from './ledger.js';
+import { LimitStore } from './limits.js';
+import { openMainDb } from './main-file.js';
+import type { ReadWorker } from './read-worker.js';
+import { loggedGate, MAIN_GATE_MESSAGES, SERVER_BUSY_TIMEOUT_MS } from './server-writes.js';
+import { mainWriteErrorLogger } from '../write-gate.js';
+
+/** What opening one database of the backend needs. */
+export interface PartOptions {
+  readonly config: Readonly<Config>;
+  /** The server's: writes gated, background work, reports off the event loop. */
+  readonly server: boolean;
+  readonly clock: Clock;
+  readonly log: StorageLog | undefined;
+  /** False: a database that does not exist is refused (StartupError ENOENT), not created. */
+  readonly create: boolean;
+  readonly reader: ReadWorker | null;
+}
+
+/**
+ * tollgate.db and its stores: keys, last-used times, rate windows, credits and the ledger.
+ * The server's also charges a dead process's reservations before serving, and prunes the
+ * ledger past its retention on a timer.
+ */
+export class MainStores {
+  readonly db: DB;
+  /** The server's, shared by every writer of tollgate.db; null for a one-shot command. */
+  readonly gate: WriteGate | null;
+  readonly keys: KeyStore;
+  readonly lastUsed: LastUsedBatcher;
+  readonly limits: LimitStore;
+  readonly budgets: BudgetStore;
+  readonly ledger: LedgerStore;
+  private readonly retention: LedgerRetention | null = null;
+  private pruning: NodeJS.Timeout | null = null;
+
+  constructor(opts: PartOptions) {
+    const { config, clock, log, server } = opts;
+    // The server's connections never checkpoint on the request thread; the Checkpointer does.
+    const serving = server ? { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.main } : {};
+    this.db = openMainDb(config, { ...serving, mustExist: !opts.create });
+    this.gate = server ? loggedGate('tollgate.db', clock, log, ...MAIN_GATE_MESSAGES) : null;
+    const gate = this.gate;
+    const onWriteError = mainWriteErrorLogger(log);
+    this.keys = new KeyStore(this.db, clock);
+    this.lastUsed = new LastUsedBatcher(this.keys, 5_000, { gate, onWriteError });
+    this.limits = new LimitStore(this.db, clock, 1_000, { gate: gate ?? undefined, onWriteError });
+    this.budgets = new BudgetStore(this.db, gate);
+    this.ledger = new LedgerStore(this.db, this.budgets, { gate, onWriteError, reader: opts.reader });
+    if (!server) return;
+    recoverReservations(this.ledger, log);
+    const retention = (this.retention = new LedgerRetention(this.db, { retentionDays: config.ledger.retentionDays, gate }));
+    this.pruning = setInterval(() => void pruneLedger(retention, clock, log), config.ledger.pruneIntervalMs);
+    this.pruning.unref();
+  }
+
+  /** No further retention pass; one under way stops after its current batch. */
+  stopHousekeeping(): void {
+    if (this.pruning) clearInterval(this.pruning);
+    this.pruning = null;
+    this.retention?.stop();
+  }
+}
+
+/**
+ * Reservations left in tollgate.db by a process that died with provider calls in flight are
+ * charged at their estimate, marked unsettled, before this one serves: the provider may have
+ * billed those calls, and budgets must count them. A failure here is logged and retried at the
+ * next start; the rows stay until then.
+ */
+function recoverReservations(ledger: LedgerStore, log: StorageLog | undefined): void {
+  try {
+    const r = ledger.recoverAbandoned();
+    if (r.requests > 0) {
+      log?.warn(r, 'charged provider calls left in flight by a previous process at their estimates (ledger rows marked unsettled)');
+    }
+  } catch (err) {
+    log?.error({ err }, 'could not charge the reservations of a previous process; retried at the next start');
+  }
+}
+
+/**
+ * One retention pass of the ledger (config ledger.retentionDays), logged. A failure is logged
+ * and left to the next pass: nothing is lost by pruning later.
+ */
+async function pruneLedger(retention: LedgerRetention, clock: Clock, log: StorageLog | undefined): Promise<void> {
+  const t0 = performance.now();
+  try {
+    const deleted = await retention.prune(clock.now());
+    if (deleted > 0) log?.info({ deleted, ms: Math.round(performance.now() - t0) }, 'ledger rows past the retention deleted (their daily totals stay)');
+  } catch (err) {
+    if (!(err instanceof StorageUnavailable)) log?.error({ err }, 'ledger retention pass failed; retried at the next');
+  }
+}

@@ -1,0 +1,59 @@
+import type { CacheEntry, CacheStats, NewEntry } from '../../domain/cache-entry.js';
+import type { PurgeFilter } from '../../domain/purge-filter.js';
+import type { ResponseCache } from '../ports.js';
+import { purgeInBatches } from './cache-purge.js';
+import type { CacheStore } from './cache.js';
+
+/**
+ * The server's response cache port: the store itself, except that a purge runs in batches
+ * with the event loop's turn between them (cache-purge.ts), so that an admin purge of a large
+ * cache never stalls the requests being served. CacheStore.purge (one transaction) is the
+ * CLI's. Every other call goes straight to the store: get and recordHit are the hit path.
+ */
+export class ServingCache implements ResponseCache {
+  constructor(private readonly store: CacheStore) {}
+
+  get(key: string): CacheEntry | null {
+    return this.store.get(key);
+  }
+
+  put(entry: NewEntry): void {
+    this.store.put(entry);
+  }
+
+  recordHit(entry: CacheEntry, at: number): void {
+    this.store.recordHit(entry, at);
+  }
+
+  recordMiss(): void {
+    this.store.recordMiss();
+  }
+
+  purge(filter: PurgeFilter): Promise<number> {
+    return purgeInBatches(this.store, filter);
+  }
+
+  readStats(): Promise<CacheStats> {
+    return this.store.readStats();
+  }
+
+  maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
+    return this.store.maintain(maxBytes, deadBefore);
+  }
+
+  totalBytes(): number {
+    return this.store.totalBytes();
+  }
+
+  entryCount(): number {
+    return this.store.entryCount();
+  }
+
+  memoryUsage(): { entries: number; bytes: number; maxBytes: number } {
+    return this.store.memoryUsage();
+  }
+
+  flush(): void {
+    this.store.flush();
+  }
+}

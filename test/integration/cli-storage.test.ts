@@ -1,0 +1,59 @@
+/**
+ * A command opens only the database it uses (store/open.ts, role cli): `keys` and `usage`
+ * never create or need cache.db, `cache` never creates or needs tollgate.db.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config.js';
+import { openBackend } from '../../src/store/open.js';
+import { runCli } from '../helpers/cli.js';
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'tollgate-cli-storage-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** A data dir holding only cache.db, as a server's cache volume copied alone would. */
+async function cacheOnly(): Promise<string> {
+  const dir = tempDir();
+  await openBackend(validateConfig({ dataDir: dir }), { role: 'cli', open: ['cache'] }).close();
+  return dir;
+}
+
+describe('a command opens only its own database', () => {
+  it('keys create and list, then usage: tollgate.db only', async () => {
+    const dir = tempDir();
+    expect((await runCli(['keys', 'create', '--name', 'team', '--data-dir', dir])).code).toBe(0);
+    expect((await runCli(['keys', 'list', '--data-dir', dir])).code).toBe(0);
+    const usage = await runCli(['usage', '--json', '--data-dir', dir]);
+    expect(usage.code, usage.stderr).toBe(0);
+    expect(usage.stderr).toBe(`tollgate: using ${join(dir, 'tollgate.db')}\n`);
+    expect(existsSync(join(dir, 'tollgate.db'))).toBe(true);
+    expect(existsSync(join(dir, 'cache.db'))).toBe(false);
+  });
+
+  it('cache stats and purge work without a tollgate.db and create none', async () => {
+    const dir = await cacheOnly();
+    const stats = await runCli(['cache', 'stats', '--json', '--data-dir', dir]);
+    expect(stats.code, stats.stderr).toBe(0);
+    expect(stats.stderr).toBe(`tollgate: using ${join(dir, 'cache.db')}\n`);
+    expect(JSON.parse(stats.stdout).entries).toBe(0);
+    const purge = await runCli(['cache', 'purge', '--all', '--data-dir', dir]);
+    expect(purge.code, purge.stderr).toBe(0);
+    expect(purge.stdout).toContain('Purged 0 entries.');
+    expect(existsSync(join(dir, 'tollgate.db'))).toBe(false);
+  });
+
+  it('keys list on a data dir with only cache.db refuses, creating no tollgate.db', async () => {
+    const dir = await cacheOnly();
+    const r = await runCli(['keys', 'list', '--data-dir', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`no tollgate.db in ${dir} (`);
+    expect(existsSync(join(dir, 'tollgate.db'))).toBe(false);
+  });
+});
