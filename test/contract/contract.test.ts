@@ -1,0 +1,25 @@
+import { backendContract } from './backend.contract.js';
+import { BACKENDS, type BackendFactory, type SuiteName } from './backends.js';
+import { changeFeedContract } from './change-feed.contract.js';
+import { creditsContract } from './credits.contract.js';
+import { keysContract } from './keys.contract.js';
+import { ledgerContract } from './ledger.contract.js';
+import { rateCountersContract } from './rate-counters.contract.js';
+import { responseCacheContract } from './response-cache.contract.js';
+
+/**
+ * The storage contract: every suite, written once, run against every backend (as undici runs
+ * one cache-store suite against each of its stores). Which suites a backend runs is its own
+ * `suites` list (backends.ts), never a skipped test.
+ */
+const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
+  keys: keysContract,
+  rates: rateCountersContract,
+  credits: creditsContract,
+  ledger: ledgerContract,
+  cache: responseCacheContract,
+  changes: changeFeedContract,
+  backend: backendContract,
+};
+
+for (const factory of BACKENDS) for (const suite of factory.suites) SUITES[suite](factory);
