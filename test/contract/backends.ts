@@ -1,19 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { validateConfig } from '../../src/config.js';
 import { FakeClock, type Clock } from '../../src/domain/clock.js';
-import { probeWritable } from '../../src/obs/health.js';
-import { UsageTracker } from '../../src/store/last-used.js';
-import type { ChangeFeed, ChangeTopic, StorageBackend } from '../../src/store/ports.js';
-import { BudgetStore } from '../../src/store/sqlite/budgets.js';
-import { CACHE_MIGRATIONS, CacheStore } from '../../src/store/sqlite/cache.js';
-import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
-import { KeyStore } from '../../src/store/sqlite/keys.js';
-import { LedgerStore } from '../../src/store/sqlite/ledger.js';
-import { LimitStore } from '../../src/store/sqlite/limits.js';
-import { ReadWorker } from '../../src/store/sqlite/read-worker.js';
-import { MAIN_MIGRATIONS } from '../../src/store/sqlite/schema.js';
-import { WriteGate } from '../../src/store/write-gate.js';
+import { openBackend } from '../../src/store/open.js';
+import type { StorageBackend } from '../../src/store/ports.js';
 
 /*
  * The backends every contract suite (test/contract/*.contract.ts) runs against. A new backend
@@ -105,7 +96,7 @@ function later(h: Handle): Handle {
 }
 
 function sqliteHandle(storage: Storage, clock: FakeClock): Handle {
-  const built = openSqliteByHand(storage.dir, clock);
+  const built = openSqlite(storage.dir, clock);
   const self = { crash: built.crash };
   storage.open.add(self);
   return {
@@ -124,93 +115,9 @@ function sqliteHandle(storage: Storage, clock: FakeClock): Handle {
   };
 }
 
-/*
- * ==== REPLACE WITH openBackend(config, { role: 'server', clock, logger }) (src/store/open.ts) ====
- * Until that lands, the embedded SQLite backend put together by hand the way app.ts does it:
- * tollgate.db and cache.db with the server's write gates and report worker.
- * Differences from the server: WAL auto-checkpoint on (no Checkpointer thread), no retention pass.
- */
-function openSqliteByHand(dir: string, clock: Clock): { backend: StorageBackend; crash(): Promise<void> } {
-  const db = openDatabase(join(dir, 'tollgate.db'), MAIN_MIGRATIONS, { busyTimeoutMs: 250 });
-  const cacheDb = openDatabase(join(dir, 'cache.db'), CACHE_MIGRATIONS, { busyTimeoutMs: 100 });
-  const gate = new WriteGate('tollgate.db', { clock });
-  const cacheGate = new WriteGate('cache.db', { clock });
-  const reader = new ReadWorker();
-  const keys = new KeyStore(db, clock);
-  const lastUsed = new UsageTracker(keys, 5_000, { gate });
-  const rates = new LimitStore(db, clock, 1_000, { gate });
-  const credits = new BudgetStore(db, gate);
-  const ledger = new LedgerStore(db, credits, { gate, reader });
-  const cache = new CacheStore(cacheDb, { gate: cacheGate, reader });
-  const changes = dataVersionFeed({ keys: db, cache: cacheDb });
-  const drop = async () => {
-    changes.close();
-    await reader.close();
-    db.close();
-    cacheDb.close();
-  };
-  let closing: Promise<void> | null = null;
-  const backend: StorageBackend = {
-    kind: 'sqlite',
-    keys,
-    lastUsed,
-    rates,
-    credits,
-    ledger,
-    cache,
-    changes,
-    health() {
-      const checks: Record<string, string> = { database: probeWritable(db), cache_database: probeWritable(cacheDb) };
-      for (const g of [gate, cacheGate]) checks[g.database] = g.state().ok ? 'ok' : `failing: ${g.state().code}`;
-      return { ok: Object.values(checks).every((c) => c === 'ok' || c === 'busy'), checks };
-    },
-    gauges: () => ({
-      databases: [gate, cacheGate].map((g) => ({ database: g.database, writable: g.state().ok, failures: g.state().failuresTotal })),
-      ledger: ledger.backlog(),
-    }),
-    async flush() {
-      for (const f of [() => lastUsed.flush(), () => cache.flush(), () => rates.flush(), () => ledger.flush()]) {
-        try {
-          f();
-        } catch {
-          /* the real backend logs it; the next flush retries */
-        }
-      }
-    },
-    close() {
-      closing ??= (async () => {
-        await backend.flush();
-        rates.close();
-        await drop();
-      })();
-      return closing;
-    },
-  };
-  return { backend, crash: async () => void (db.open ? await drop() : undefined) };
-}
-
-/** ChangeFeed by polling PRAGMA data_version, which moves when another connection commits to the file. */
-function dataVersionFeed(dbs: Record<ChangeTopic, DB>, everyMs = 200): ChangeFeed & { close(): void } {
-  const topics = (Object.keys(dbs) as ChangeTopic[]).map((topic) => {
-    const version = dbs[topic].prepare<[], number>('PRAGMA data_version').pluck();
-    return { topic, version, seen: version.get()!, listeners: new Set<() => void>() };
-  });
-  const timer = setInterval(() => {
-    for (const t of topics) {
-      const v = t.version.get()!;
-      if (v === t.seen) continue;
-      t.seen = v;
-      for (const l of t.listeners) l();
-    }
-  }, everyMs);
-  timer.unref();
-  return {
-    subscribe(topic, listener) {
-      const set = topics.find((t) => t.topic === topic)!.listeners;
-      const own = () => listener();
-      set.add(own);
-      return () => void set.delete(own);
-    },
-    close: () => clearInterval(timer),
-  };
+/** The embedded backend as `serve` opens it (store/open.ts), on the storage's data directory. */
+function openSqlite(dir: string, clock: Clock): { backend: StorageBackend; crash(): Promise<void> } {
+  const config = validateConfig({ dataDir: dir, upstream: { url: 'http://127.0.0.1:1', apiKey: 'contract-test-key-0000' } });
+  const backend = openBackend(config, { role: 'server', clock });
+  return { backend, crash: () => backend.abandon() };
 }

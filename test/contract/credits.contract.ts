@@ -108,7 +108,10 @@ export function creditsContract(factory: BackendFactory): void {
       await h().backend.ledger.record(row('key_a', T0, { requestId: settledFirst.requestId, cache: 'MISS', credits: 2 }));
       await h().crash();
       const next = (await h().peer()).backend;
-      expect(await next.ledger.recoverAbandoned()).toEqual({ requests: 2, credits: 12 });
+      // A backend may recover when it opens (the embedded one does, before serving): together
+      // with an explicit call, the crashed process's two reservations are charged exactly once.
+      const explicit = await next.ledger.recoverAbandoned();
+      expect([{ requests: 2, credits: 12 }, { requests: 0, credits: 0 }]).toContainEqual(explicit);
       expect(await next.ledger.recoverAbandoned()).toEqual({ requests: 0, credits: 0 });
       expect(await next.credits.used('key_a', 'day', T0)).toBe(7);
       expect(await next.credits.used('key_b', 'month', T0)).toBe(7);

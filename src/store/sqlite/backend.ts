@@ -151,6 +151,23 @@ export class SqliteBackend implements StorageBackend {
   }
 
   /**
+   * Drop the connections without writing what is batched — what `kill -9` leaves behind — so
+   * that tests can check what survives a crash (test/contract). Not for a running server.
+   */
+  async abandon(): Promise<void> {
+    if (this.closing) return this.closing;
+    this.closing = (async () => {
+      this.stopHousekeeping();
+      this.changes.close();
+      await this.reader?.close();
+      await this.checkpointer?.close();
+      this.main?.db.close();
+      this.cacheDb?.db.close();
+    })();
+    return this.closing;
+  }
+
+  /**
    * Batched writes in order: last-used times, cache hit counters, then ledger rows and rate
    * windows (the ledger first: its rows carry charges). A failure is logged and the next goes on.
    */
