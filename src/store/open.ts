@@ -13,8 +13,8 @@ export { openMainDb } from './sqlite/main-file.js';
  * embedded SQLite backend in the data directory; shared storage (PostgreSQL and Redis, for
  * several replicas) is another branch here, chosen by the configuration.
  *
- * Typed as the SQLite backend, whose stores the gateway (until it takes ports), the tests and
- * the benchmarks still use; hold it as a StorageBackend everywhere else.
+ * Typed as the SQLite backend, whose synchronous stores the tests and the benchmarks use; hold
+ * it as a StorageBackend everywhere else.
  */
 export function openBackend(config: Readonly<Config>, opts: BackendOptions): SqliteBackend {
   return new SqliteBackend(config, opts);

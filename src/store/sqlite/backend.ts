@@ -32,9 +32,10 @@ const NAMES: Record<StoragePart, string> = { main: 'tollgate.db', cache: 'cache.
  * used (or at once when listed in `open`), so that `cache` commands never touch tollgate.db
  * and `keys` commands never touch cache.db.
  *
- * The store fields (keys, rates, credits, ledger, cacheStore) are typed as the SQLite stores
- * for the code that still takes them (src/gateway/ until it takes ports, tests, benchmarks);
- * everything else holds the backend as a StorageBackend.
+ * The store fields (keys, rates, credits, ledger, cacheStore) are typed as the SQLite stores,
+ * whose answers are values: the tests and benchmarks read them synchronously, and app.ts uses
+ * the rate windows' in-memory half as this process's failed-authentication counters.
+ * Everything else holds the backend as a StorageBackend.
  */
 export class SqliteBackend implements StorageBackend {
   readonly kind = 'sqlite';
