@@ -2,6 +2,7 @@ import { failure } from '../domain/errors.js';
 import { systemClock, type Clock } from '../domain/clock.js';
 import type { Logger } from '../obs/logger.js';
 import { CircuitBreaker, entityOf, type BreakerPermit, type BreakerVerdict } from './breaker.js';
+import { logOutcome, observeAttempt } from './call-log.js';
 import { quick, startCall, type AdmittedCall, type Begun } from './call-state.js';
 import { ProviderHttp, type AttemptResult } from './http.js';
 import { failOf, judgeAttempt, refusal, unavailable, type AttemptVerdict, type CallState } from './judge.js';
@@ -96,7 +97,7 @@ export class UpstreamClient {
     try {
       const result = await this.run(state, permit);
       verdict = result.breaker;
-      this.logOutcome(state, result.outcome);
+      logOutcome(this.log, state, result.outcome);
       return result.outcome;
     } catch (err) {
       // Defensive: run() is written not to throw, but a thrown bug must still be a value.
@@ -138,7 +139,7 @@ export class UpstreamClient {
       ok: true,
       signal: state.signal,
       settle: (raw) => {
-        this.observe(state, raw, this.clock.now() - t0);
+        observeAttempt(this.log, this.observer, state, raw, this.clock.now() - t0);
         if (raw.type === 'response' && raw.status >= 200 && raw.status < 300) {
           permit.record('success');
           return null;
@@ -146,7 +147,7 @@ export class UpstreamClient {
         const v = this.judge(state, raw, performance.now() - began);
         if (v.pauseS) this.shaper.pauseUntil(this.clock.now() + v.pauseS * 1000);
         permit.record(v.breaker);
-        this.logOutcome(state, v.outcome);
+        logOutcome(this.log, state, v.outcome);
         return v.outcome.ok ? null : v.outcome;
       },
       release: () => {
@@ -197,7 +198,7 @@ export class UpstreamClient {
       } finally {
         slot.release();
       }
-      this.observe(state, raw, this.clock.now() - t0);
+      observeAttempt(this.log, this.observer, state, raw, this.clock.now() - t0);
       const current = this.judge(state, raw, performance.now() - began);
       if (current.pauseS) this.shaper.pauseUntil(this.clock.now() + current.pauseS * 1000);
       const delay = this.retryDelay(state, current, used);
@@ -239,30 +240,5 @@ export class UpstreamClient {
 
   private refresh(state: CallState, o: UpstreamOutcome): UpstreamOutcome {
     return { ...o, ms: this.clock.now() - state.started, attempts: state.attempts };
-  }
-
-  private observe(state: CallState, raw: AttemptResult, ms: number): void {
-    const status = raw.type === 'response' ? raw.status : 'error';
-    this.log?.debug(
-      { requestId: state.call.requestId, path: state.call.path, attempt: state.attempts, status, ms, upstreamRequestId: raw.upstreamRequestId },
-      'provider attempt',
-    );
-    try {
-      this.observer?.onAttempt?.({ path: state.call.path, status, ms });
-    } catch (err) {
-      this.log?.warn({ err }, 'upstream observer threw');
-    }
-  }
-
-  private logOutcome(state: CallState, o: UpstreamOutcome): void {
-    if (o.ok || !this.log) return;
-    const fields = {
-      requestId: state.call.requestId, path: state.call.path, kind: o.kind, status: o.failure.status,
-      code: o.failure.code, upstreamStatus: o.upstreamStatus, upstreamRequestId: o.upstreamRequestId,
-      attempts: o.attempts, ms: o.ms,
-    };
-    if (o.kind === 'auth') this.log.error(fields, o.failure.message);
-    else if (o.kind === 'client' || o.kind === 'not_found' || o.kind === 'source_not_found') this.log.debug(fields, o.failure.message);
-    else this.log.warn(fields, o.failure.message);
   }
 }

@@ -1,3 +1,8 @@
+import type { CacheCounters } from './cache-counters.js';
+import type { DB } from './db.js';
+import type { HitCounts } from './hit-counts.js';
+import type { HotEntries } from './hot-entries.js';
+
 export interface PurgeFilter {
   identity?: string;
   endpoint?: string;
@@ -43,5 +48,74 @@ export async function purgeInBatches(cache: BatchPurgeable, filter: PurgeFilter,
     purged += n;
     if (n < batch) return purged;
     await new Promise((r) => setImmediate(r));
+  }
+}
+
+/**
+ * CacheStore's purges. A deleted entry takes its `access` row and its pending hit count with
+ * it and leaves the counters' size, in the deleting transaction; its copy in memory goes
+ * after the commit.
+ */
+export class CachePurger {
+  private readonly accessDeleteStmt;
+
+  constructor(
+    private readonly db: DB,
+    private readonly counters: CacheCounters,
+    private readonly counts: HitCounts,
+    private readonly hot: HotEntries,
+  ) {
+    this.accessDeleteStmt = db.prepare<[number]>('DELETE FROM access WHERE id = ?');
+  }
+
+  /** Every entry of `filter` in one transaction: for the CLI. The server purges in batches (purgeInBatches). */
+  purge(filter: PurgeFilter): number {
+    const w = purgeWhere(filter);
+    if (!w) return 0;
+    const n = this.db.transaction(() => {
+      if (filter.all) {
+        const n = this.db.prepare('DELETE FROM entries').run().changes;
+        this.db.prepare('DELETE FROM access').run();
+        this.counters.zeroSize();
+        this.counts.forgetRows();
+        return n;
+      }
+      const rows = this.db.prepare<string[], { rowid: number; size: number }>(`DELETE FROM entries WHERE ${w.where} RETURNING rowid, size`).all(...w.params);
+      this.forgetDeleted(rows);
+      return rows.length;
+    }).immediate();
+    // Purges are rare: forget every entry held rather than work out which were purged.
+    this.hot.clear();
+    return n;
+  }
+
+  /** The highest rowid stored: entries stored later have higher ones. */
+  lastRowid(): number {
+    return this.db.prepare<[], number>('SELECT COALESCE(MAX(rowid), 0) FROM entries').pluck().get()!;
+  }
+
+  /** One transaction deleting at most `limit` of `filter`'s entries with rowid ≤ `upTo`; returns how many. */
+  purgeBatch(filter: PurgeFilter, upTo: number, limit: number): number {
+    const w = purgeWhere(filter);
+    if (!w) return 0;
+    const sql = `DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries WHERE rowid <= ? ${w.where ? 'AND ' + w.where : ''} LIMIT ?) RETURNING rowid, key, size`;
+    const rows = this.db.transaction(() => {
+      const rows = this.db.prepare<unknown[], { rowid: number; key: string; size: number }>(sql).all(upTo, ...w.params, limit);
+      this.forgetDeleted(rows);
+      return rows;
+    }).immediate();
+    for (const r of rows) this.hot.forget(r.key);
+    return rows.length;
+  }
+
+  /** Inside the deleting transaction: their access rows, hit counts and size go too. */
+  private forgetDeleted(rows: ReadonlyArray<{ rowid: number; size: number }>): void {
+    let bytes = 0;
+    for (const r of rows) {
+      this.accessDeleteStmt.run(r.rowid);
+      this.counts.forget(r.rowid);
+      bytes += r.size;
+    }
+    this.counters.addSize(-bytes, -rows.length);
   }
 }

@@ -1,12 +1,13 @@
 import type { ResponseCache } from '../ports.js';
-import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
-import { STORED_STATUSES, type CacheEntry, type NewEntry, type CacheStats } from '../../domain/cache-entry.js';
+import type { CacheEntry, NewEntry, CacheStats } from '../../domain/cache-entry.js';
 import { HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
-import { purgeWhere, type PurgeFilter } from './cache-purge.js';
+import { CachePurger, type PurgeFilter } from './cache-purge.js';
+import { CacheCounters } from './cache-counters.js';
+import { CacheEviction } from './cache-eviction.js';
 import { STATS_SQL, statsOf, type Counter, type EndpointTotals } from './cache-stats.js';
 import type { ReadWorker } from './read-worker.js';
 import { gated, type WriteGate } from '../write-gate.js';
@@ -14,7 +15,6 @@ import { gated, type WriteGate } from '../write-gate.js';
 export { CACHE_MIGRATIONS } from './cache-schema.js';
 export type { CacheStats } from './cache-stats.js';
 export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
-
 
 /** A row as `getStmt` returns it in raw mode (arrays are cheaper to build than objects). */
 type RawRow = [
@@ -31,8 +31,6 @@ type RawRow = [
   credits: number,
   size: number,
 ];
-
-const EVICT_BATCH = 500;
 
 /**
  * SQLite's page cache on cache.db, in KiB (better-sqlite3's default is 16,000). Hits over a
@@ -53,28 +51,26 @@ export interface CacheStoreOptions {
   reader?: ReadWorker;
 }
 
+/**
+ * cache.db's response cache: the hit path (get, recordHit, flush), put, and sync with other
+ * connections. Eviction, purges and the `counters` table are CacheEviction, CachePurger and
+ * CacheCounters, which share the hit counts and the entries held in memory.
+ */
 export class CacheStore implements ResponseCache {
   private readonly getStmt;
   private readonly oldStmt;
   private readonly putStmt;
   private readonly accessPutStmt;
-  private readonly accessDeleteStmt;
-  private readonly accessRepairStmt;
   private readonly hitStmt;
-  private readonly counterStmt;
-  private readonly totalsStmt;
-  private readonly lruStmt;
-  private readonly deleteStmt;
-  private readonly deadStmt;
   private readonly dataVersion: DataVersionWatch;
-  /** Kept equal to the `bytes` and `entries` counters, so that a metrics scrape never counts the table. */
-  private bytes = 0;
-  private entries = 0;
+  private readonly counters: CacheCounters;
   private readonly counts = new HitCounts();
   /** Recently read or written entries: dropped whole when another connection commits to the file. */
   private readonly hot: HotEntries;
   private readonly gate: WriteGate | null;
   private readonly reader: ReadWorker | null;
+  private readonly eviction: CacheEviction;
+  private readonly purger: CachePurger;
 
   constructor(
     private readonly db: DB,
@@ -103,23 +99,15 @@ export class CacheStore implements ResponseCache {
       )
       .pluck();
     this.accessPutStmt = db.prepare<[number, number]>('INSERT OR REPLACE INTO access (id, hits, last_hit, last_access) VALUES (?, 0, NULL, ?)');
-    this.accessDeleteStmt = db.prepare<[number]>('DELETE FROM access WHERE id = ?');
-    this.accessRepairStmt = db.prepare(
-      'INSERT INTO access (id, hits, last_hit, last_access) SELECT rowid, 0, NULL, stored_at FROM entries WHERE rowid NOT IN (SELECT id FROM access)',
-    );
     this.hitStmt = db.prepare<[number, number, number, number]>(
       'UPDATE access SET hits = hits + ?, last_hit = ?, last_access = MAX(last_access, ?) WHERE id = ?',
     );
-    this.counterStmt = db.prepare<[number, string], number>('UPDATE counters SET value = value + ? WHERE name = ? RETURNING value').pluck();
-    this.totalsStmt = db.prepare<[], { name: string; value: number }>("SELECT name, value FROM counters WHERE name IN ('bytes', 'entries')");
-    this.lruStmt = db.prepare<[number], number>('SELECT id FROM access ORDER BY last_access LIMIT ?').pluck();
-    this.deleteStmt = db.prepare<[number], { key: string; size: number }>('DELETE FROM entries WHERE rowid = ? RETURNING key, size');
-    this.deadStmt = db
-      .prepare<[string, number, number], number>(`SELECT rowid FROM entries WHERE endpoint = ? AND status = ? AND stored_at < ? LIMIT ${EVICT_BATCH}`)
-      .pluck();
+    this.counters = new CacheCounters(db);
+    this.eviction = new CacheEviction(db, this.counters, this.counts, this.hot);
+    this.purger = new CachePurger(db, this.counters, this.counts, this.hot);
     // Looked at before the totals are read: a commit in between only costs a re-read.
     this.dataVersion = new DataVersionWatch(db);
-    this.readTotals();
+    this.counters.read();
   }
 
   get(key: string): StoredEntry | null {
@@ -159,7 +147,7 @@ export class CacheStore implements ResponseCache {
       const oldSize = this.oldStmt.get(e.key);
       const rowid = this.putStmt.get({ ...e, size })!;
       this.accessPutStmt.run(rowid, e.storedAt);
-      this.addTotals(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
+      this.counters.addSize(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
       return rowid;
     }).immediate;
     const rowid = gated(this.gate, write);
@@ -183,8 +171,7 @@ export class CacheStore implements ResponseCache {
     this.db
       .transaction(() => {
         for (const [rowid, n, at] of batch.rows) this.hitStmt.run(n, at, at, rowid);
-        this.counterStmt.get(batch.hits, 'hits');
-        this.counterStmt.get(batch.misses, 'misses');
+        this.counters.addHits(batch.hits, batch.misses);
       })
       .immediate();
   }
@@ -197,70 +184,12 @@ export class CacheStore implements ResponseCache {
   maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
     this.flush();
     this.sync();
-    let removed = 0;
-    for (const endpoint of ENDPOINT_NAMES) {
-      for (const status of STORED_STATUSES) {
-        removed += this.deleteRows(this.deadStmt.all(endpoint, status, deadBefore(endpoint, status)));
-      }
-    }
-    if (this.bytes > maxBytes) {
-      const target = maxBytes * 0.9;
-      let repaired = false;
-      while (this.bytes > target) {
-        const rowids = this.lruStmt.all(EVICT_BATCH);
-        if (rowids.length === 0) {
-          // Entries without an `access` row (rowids renumbered by a manual VACUUM): give them one.
-          if (repaired || this.accessRepairStmt.run().changes === 0) break;
-          repaired = true;
-          continue;
-        }
-        removed += this.deleteRows(rowids, target);
-      }
-    }
-    return removed;
-  }
-
-  /** Delete entries by rowid until the byte total is at most `stopAtBytes`; returns how many went. */
-  private deleteRows(rowids: number[], stopAtBytes = -1): number {
-    if (rowids.length === 0) return 0;
-    const gone: string[] = [];
-    this.db.transaction(() => {
-      let bytes = 0;
-      for (const rowid of rowids) {
-        if (this.bytes - bytes <= stopAtBytes) break;
-        const r = this.deleteStmt.get(rowid);
-        this.accessDeleteStmt.run(rowid);
-        this.counts.forget(rowid);
-        if (!r) continue;
-        bytes += r.size;
-        gone.push(r.key);
-      }
-      this.addTotals(-bytes, -gone.length);
-    }).immediate();
-    for (const key of gone) this.hot.forget(key);
-    return gone.length;
+    return this.eviction.evict(maxBytes, deadBefore);
   }
 
   /** Every entry of `filter` in one transaction: for the CLI. The server purges in batches (cache-purge.ts). */
   purge(filter: PurgeFilter): number {
-    const w = purgeWhere(filter);
-    if (!w) return 0;
-    const n = this.db.transaction(() => {
-      if (filter.all) {
-        const n = this.db.prepare('DELETE FROM entries').run().changes;
-        this.db.prepare('DELETE FROM access').run();
-        this.db.prepare("UPDATE counters SET value = 0 WHERE name IN ('bytes', 'entries')").run();
-        this.bytes = this.entries = 0;
-        this.counts.forgetRows();
-        return n;
-      }
-      const rows = this.db.prepare<string[], { rowid: number; size: number }>(`DELETE FROM entries WHERE ${w.where} RETURNING rowid, size`).all(...w.params);
-      this.forgetDeleted(rows);
-      return rows.length;
-    }).immediate();
-    // Purges are rare: forget every entry held rather than work out which were purged.
-    this.hot.clear();
-    return n;
+    return this.purger.purge(filter);
   }
 
   /** False once the database is closed (at shutdown): long batched work stops there. */
@@ -270,43 +199,23 @@ export class CacheStore implements ResponseCache {
 
   /** The highest rowid stored: entries stored later have higher ones. */
   lastRowid(): number {
-    return this.db.prepare<[], number>('SELECT COALESCE(MAX(rowid), 0) FROM entries').pluck().get()!;
+    return this.purger.lastRowid();
   }
 
   /** One transaction deleting at most `limit` of `filter`'s entries with rowid ≤ `upTo`; returns how many. */
   purgeBatch(filter: PurgeFilter, upTo: number, limit: number): number {
-    const w = purgeWhere(filter);
-    if (!w) return 0;
     this.sync();
-    const sql = `DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries WHERE rowid <= ? ${w.where ? 'AND ' + w.where : ''} LIMIT ?) RETURNING rowid, key, size`;
-    const rows = this.db.transaction(() => {
-      const rows = this.db.prepare<unknown[], { rowid: number; key: string; size: number }>(sql).all(upTo, ...w.params, limit);
-      this.forgetDeleted(rows);
-      return rows;
-    }).immediate();
-    for (const r of rows) this.hot.forget(r.key);
-    return rows.length;
-  }
-
-  /** Inside the deleting transaction: their access rows, hit counts and totals go too. */
-  private forgetDeleted(rows: ReadonlyArray<{ rowid: number; size: number }>): void {
-    let bytes = 0;
-    for (const r of rows) {
-      this.accessDeleteStmt.run(r.rowid);
-      this.counts.forget(r.rowid);
-      bytes += r.size;
-    }
-    this.addTotals(-bytes, -rows.length);
+    return this.purger.purgeBatch(filter, upTo, limit);
   }
 
   totalBytes(): number {
     this.sync();
-    return this.bytes;
+    return this.counters.bytes;
   }
 
   entryCount(): number {
     this.sync();
-    return this.entries;
+    return this.counters.entries;
   }
 
   /** The in-memory copy: how many entries it holds, their charged bytes, and its bound. */
@@ -344,19 +253,6 @@ export class CacheStore implements ResponseCache {
     if (!this.dataVersion.changed()) return;
     this.hot.clear();
     this.counts.forgetRows(); // recency of a few seconds, not the totals
-    this.readTotals();
-  }
-
-  private readTotals(): void {
-    for (const r of this.totalsStmt.all()) {
-      if (r.name === 'bytes') this.bytes = r.value;
-      else this.entries = r.value;
-    }
-  }
-
-  /** Inside a write transaction: move the stored totals and mirror them. */
-  private addTotals(bytes: number, entries: number): void {
-    if (bytes !== 0) this.bytes = this.counterStmt.get(bytes, 'bytes')!;
-    if (entries !== 0) this.entries = this.counterStmt.get(entries, 'entries')!;
+    this.counters.read();
   }
 }

@@ -2,7 +2,8 @@ import type { Ledger } from '../ports.js';
 import type { DB } from './db.js';
 import { FlushTimer } from '../flush-timer.js';
 import { type BudgetStore } from './budgets.js';
-import { DailyRollup, fill, FLUSH_CHUNK, LEDGER_COLUMNS, params } from './ledger-rows.js';
+import { AbandonedReservations } from './ledger-recovery.js';
+import { LedgerWriter } from './ledger-writer.js';
 import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
 import { gated, isStorageError, type WriteGate } from '../write-gate.js';
@@ -40,15 +41,15 @@ export interface LedgerOptions {
  *
  * Every transaction that inserts rows also adds them to the daily totals (DailyRollup), so
  * reports stay exact after raw rows are pruned (LedgerRetention).
+ *
+ * This class queues, retries and gives up; the inserts themselves are LedgerWriter's, the
+ * recovery of a dead process's reservations AbandonedReservations', the reports'
+ * SQL usage-report.ts's.
  */
 export class LedgerStore implements Ledger {
-  private readonly insertStmt;
-  private readonly insertChunkStmt;
-  private readonly unsettledStmt;
-  private readonly rollup: DailyRollup;
+  private readonly writer: LedgerWriter;
+  private readonly abandoned: AbandonedReservations;
   private readonly reader: ReadWorker | null;
-  /** Bind values of one full chunk, refilled for each: flushes run often enough to avoid the garbage. */
-  private readonly chunkParams: unknown[] = new Array(FLUSH_CHUNK * LEDGER_COLUMNS.length);
   private pending: LedgerRow[] = [];
   /** Rows that must be written with their charge (or reservation), whose first write failed. */
   private retry: LedgerRow[] = [];
@@ -66,24 +67,10 @@ export class LedgerStore implements Ledger {
     this.batchMax = opts.batchMax ?? 500;
     this.gate = opts.gate ?? null;
     this.reader = opts.reader ?? null;
-    this.rollup = new DailyRollup(db);
+    this.writer = new LedgerWriter(db, budgets, this.gate);
+    this.abandoned = new AbandonedReservations(db);
     this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.writeQueued(), opts.onWriteError);
     this.onWriteError = opts.onWriteError ?? (() => {});
-    // OR IGNORE on the request id: a request is charged once, whatever retries a bug might make.
-    // Positional parameters: binding by name looks up every column's property by name, which
-    // measured a quarter of a flushed row's cost.
-    const insert = `INSERT OR IGNORE INTO ledger (${LEDGER_COLUMNS.join(', ')}) VALUES `;
-    const tuple = `(${LEDGER_COLUMNS.map(() => '?').join(', ')})`;
-    this.insertStmt = db.prepare(insert + tuple);
-    // Rows of a flush go FLUSH_CHUNK to a statement: one native call and one statement step
-    // per chunk instead of per row. With positional binding this halved a flushed row's cost
-    // (~4.0 → ~2.1 µs; the rest is SQLite's table and index inserts); 25–50 rows measured
-    // best, 100 worse. OR IGNORE still applies row by row: a duplicate skips only itself.
-    // RETURNING names the rows actually inserted, for the daily rollup (a duplicate is skipped).
-    this.insertChunkStmt = db.prepare(insert + Array<string>(FLUSH_CHUNK).fill(tuple).join(', ') + ' RETURNING request_id').pluck();
-    this.unsettledStmt = db.prepare<[], { request_id: string; ts: number; key_id: string; endpoint: string; identity: string | null; estimate: number }>(
-      'SELECT request_id, ts, key_id, endpoint, identity, estimate FROM reservations ORDER BY ts',
-    );
   }
 
   /** Record one request's row; never throws for a storage failure (see the class comment). */
@@ -95,7 +82,7 @@ export class LedgerStore implements Ledger {
       return;
     }
     try {
-      this.writeSettled(row);
+      this.writer.writeSettled(row);
     } catch {
       // Kept, and retried by the flush; the durable reservation covers a crash meanwhile.
       this.retry.push(row);
@@ -127,7 +114,7 @@ export class LedgerStore implements Ledger {
     while (this.retry.length > 0) {
       const row = this.retry[0]!;
       try {
-        this.writeSettled(row);
+        this.writer.writeSettled(row);
       } catch (err) {
         if (isStorageError(err)) throw err;
         this.giveUp(row, err as Error);
@@ -138,7 +125,7 @@ export class LedgerStore implements Ledger {
     const rows = this.pending;
     this.pending = [];
     try {
-      gated(this.gate, () => this.insertBatch(rows));
+      gated(this.gate, () => this.writer.insertBatch(rows));
     } catch (err) {
       if (!isStorageError(err)) return this.insertOneByOne(rows);
       this.pending = rows.length + this.pending.length > MAX_PENDING_ROWS ? this.trim(rows.concat(this.pending)) : rows.concat(this.pending);
@@ -167,7 +154,7 @@ export class LedgerStore implements Ledger {
   private insertOneByOne(rows: LedgerRow[]): void {
     for (const row of rows) {
       try {
-        gated(this.gate, () => this.insertBatch([row]));
+        gated(this.gate, () => this.writer.insertBatch([row]));
       } catch (err) {
         if (isStorageError(err)) {
           this.pending.push(row);
@@ -185,36 +172,7 @@ export class LedgerStore implements Ledger {
    * at its estimate, marked unsettled. Run once at startup, before any request.
    */
   recoverAbandoned(): { requests: number; credits: number } {
-    const rows = this.unsettledStmt.all();
-    let credits = 0;
-    let failed: Error | null = null;
-    for (const r of rows) {
-      const row: LedgerRow = {
-        requestId: r.request_id,
-        ts: r.ts,
-        keyId: r.key_id,
-        endpoint: r.endpoint,
-        identity: r.identity,
-        cache: null,
-        status: 0,
-        code: null,
-        credits: r.estimate,
-        creditsSaved: 0,
-        upstreamMs: null,
-        totalMs: null,
-        upstreamRequestId: null,
-        unsettled: true,
-      };
-      // One row that cannot be written must not keep the others from being charged.
-      try {
-        this.writeSettled(row);
-        credits += r.estimate;
-      } catch (err) {
-        failed ??= err as Error;
-      }
-    }
-    if (failed) throw failed;
-    return { requests: rows.length, credits };
+    return this.abandoned.recover((row) => this.writer.writeSettled(row));
   }
 
   /** Usage including rows not yet flushed; throws UsageRangePruned (see usage-report.ts). */
@@ -235,43 +193,6 @@ export class LedgerStore implements Ledger {
     return this.reader?.inFlight() ?? 0;
   }
 
-  /** The row, its charge and the end of its reservation: one transaction, then memory. */
-  private writeSettled(row: LedgerRow): void {
-    const scopes = [row.keyId, PROVIDER_SCOPE];
-    const inserted = gated(this.gate, () =>
-      this.db
-        .transaction(() => {
-          const n = this.insertStmt.run(params(row)).changes;
-          if (n > 0) this.rollup.add([row]);
-          if (n > 0 && row.credits > 0) this.budgets.writeCharge(scopes, row.credits, row.ts);
-          this.budgets.deleteReservation(row.requestId);
-          return n > 0;
-        })
-        .immediate(),
-    );
-    if (inserted && row.credits > 0) this.budgets.applyCharge(scopes, row.credits, row.ts);
-    this.budgets.release(row.requestId);
-  }
-
-  private insertBatch(rows: LedgerRow[]): void {
-    this.db
-      .transaction(() => {
-        const buf = this.chunkParams;
-        const inserted: LedgerRow[] = [];
-        let i = 0;
-        for (; i + FLUSH_CHUNK <= rows.length; i += FLUSH_CHUNK) {
-          let k = 0;
-          for (let j = i; j < i + FLUSH_CHUNK; j++) k = fill(buf, k, rows[j]!);
-          const ids = this.insertChunkStmt.all(buf) as string[];
-          if (ids.length === FLUSH_CHUNK) for (let j = i; j < i + FLUSH_CHUNK; j++) inserted.push(rows[j]!);
-          else inserted.push(...firstOfEach(rows.slice(i, i + FLUSH_CHUNK), new Set(ids)));
-        }
-        for (; i < rows.length; i++) if (this.insertStmt.run(params(rows[i]!)).changes > 0) inserted.push(rows[i]!);
-        this.rollup.add(inserted);
-      })
-      .immediate();
-  }
-
   /** A flush past batchMax runs on the request path: a failure there is the timer's to retry. */
   private flushQuietly(): void {
     try {
@@ -287,9 +208,4 @@ export class LedgerStore implements Ledger {
     this.dropped += excess;
     return rows.slice(excess);
   }
-}
-
-/** The rows of a chunk that were inserted: within a chunk, the first row with a returned id. */
-function firstOfEach(chunk: LedgerRow[], ids: Set<string>): LedgerRow[] {
-  return chunk.filter((r) => ids.delete(r.requestId));
 }

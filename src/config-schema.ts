@@ -1,0 +1,205 @@
+import { z } from 'zod';
+import { parseBudgets } from './domain/credits.js';
+import { parseRatePolicies } from './domain/rate-limit.js';
+import { trustedProxies } from './domain/trusted-proxies.js';
+
+/**
+ * The configuration's shape: every option, its default and its bounds, checked with the same
+ * parsers the rest of the gateway uses. Every option is documented in
+ * config/tollgate.example.yaml (a test keeps them in step). Loading and validating is config.ts's.
+ */
+
+const ms = z.number().int().min(1);
+const nonNeg = z.number().int().min(0);
+
+const UpstreamSchema = z.strictObject({
+  url: z
+    .url({ protocol: /^https?$/ })
+    // Tollgate appends the /v1/... path itself: a URL ending in /v1 would call /v1/v1/profile.
+    .superRefine((u, ctx) => {
+      const path = new URL(u).pathname;
+      if (/\/v1\/*$/i.test(path)) ctx.addIssue({ code: 'custom', message: `must be the provider's base URL, without /v1: set it to ${u.replace(/\/v1\/*$/i, '')}` });
+    })
+    .nullable()
+    .default(null),
+  apiKey: z.string().min(1).nullable().default(null),
+  connectTimeoutMs: ms.default(5_000),
+  headersTimeoutMs: ms.default(20_000),
+  bodyTimeoutMs: ms.default(20_000),
+  deadlineMs: ms.default(30_000),
+  maxResponseBytes: ms.default(8 * 1024 * 1024),
+  connections: z.number().int().min(1).max(1024).default(32),
+  keepAliveTimeoutMs: ms.default(30_000),
+  retries: z
+    .strictObject({
+      temporary: nonNeg.max(10).default(2),
+      connection: nonNeg.max(10).default(1),
+      baseDelayMs: ms.default(200),
+      maxDelayMs: ms.default(2_000),
+    })
+    .prefault({}),
+  /** Failure-rate breaker (src/upstream/breaker.ts): only 5xx, timeouts and connection failures count. */
+  breaker: z
+    .strictObject({
+      windowMs: ms.default(30_000),
+      minimumCalls: z.number().int().min(1).default(10),
+      failureRatePercent: z.number().int().min(1).max(100).default(50),
+      minimumEntities: z.number().int().min(1).default(5),
+      cooldownMs: ms.default(30_000),
+      halfOpenProbes: z.number().int().min(1).max(100).default(3),
+    })
+    .prefault({}),
+  maxConcurrency: z.number().int().min(1).max(1024).default(32),
+  queueSize: nonNeg.default(1_000),
+  rateLimit: z.strictObject({ count: z.number().int().min(1), perMs: ms }).nullable().default(null),
+  /** Provider-wide credit budget per UTC day and month; null = unlimited. */
+  budget: z
+    .strictObject({ day: nonNeg.nullable().default(null), month: nonNeg.nullable().default(null) })
+    .prefault({}),
+});
+
+function checkProxyEntry(v: string, ctx: z.RefinementCtx): void {
+  try {
+    trustedProxies([v]);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+}
+
+const ServerSchema = z.strictObject({
+  host: z.string().min(1).default('0.0.0.0'),
+  port: z.number().int().min(0).max(65535).default(8080),
+  /**
+   * Proxies (IPs or CIDRs) whose X-Forwarded-For is believed; the client is the right-most
+   * address not listed. Empty = X-Forwarded-For is ignored.
+   */
+  trustedProxies: z.array(z.string().superRefine(checkProxyEntry)).default([]),
+  /**
+   * Removed: `true` trusted the left-most, client-chosen X-Forwarded-For entry. A config that
+   * still says `true` stops startup (naming trustedProxies) rather than silently changing
+   * whose address is limited; `false` meant what the default means now and is accepted.
+   */
+  trustProxy: z
+    .literal(false, { error: 'removed: it trusted the client-controlled X-Forwarded-For; list your proxies in server.trustedProxies instead (e.g. ["10.0.0.0/8"])' })
+    .optional(),
+  maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  maxUrlBytes: z.number().int().min(256).max(64 * 1024).default(8 * 1024),
+  requestTimeoutMs: ms.default(30_000),
+  headersTimeoutMs: ms.default(10_000),
+  keepAliveTimeoutMs: ms.default(5_000),
+  shutdownGraceMs: ms.default(10_000),
+});
+
+const seconds = z.number().int().min(0);
+const perEndpoint = (d: { profile: number; company: number; posts: number }) =>
+  z
+    .strictObject({
+      profile: seconds.default(d.profile),
+      company: seconds.default(d.company),
+      profile_posts: seconds.default(d.posts),
+      company_posts: seconds.default(d.posts),
+    })
+    .prefault({});
+
+const CacheSchema = z.strictObject({
+  /** Upper bound of cache.db content; least-recently-used entries are evicted beyond it. */
+  maxBytes: z.number().int().min(1024 * 1024).default(1024 * 1024 * 1024),
+  /** Seconds a stored answer serves `strategy=cached`. */
+  ttl: perEndpoint({ profile: 7 * 86400, company: 7 * 86400, posts: 86400 }),
+  /** Seconds a stored answer is kept for the besteffort stale fallback (and for strict/besteffort hits). */
+  staleTtl: perEndpoint({ profile: 90 * 86400, company: 90 * 86400, posts: 30 * 86400 }),
+  /** Seconds provider 404 and 513 answers are replayed (for every strategy but fetch). */
+  negativeTtl: z
+    .strictObject({ notFound: seconds.default(3600), sourceNotFound: seconds.default(86400) })
+    .prefault({}),
+  /** How often hit counters are flushed and eviction runs, off the request path. */
+  maintenanceIntervalMs: ms.default(2_000),
+  /** Heap bytes for recently used entries the server also keeps in memory (2 bytes a character + 256 each); 0 disables it. */
+  memoryMaxBytes: nonNeg.default(4 * 1024 * 1024),
+});
+
+/** A policy string checked with the same parser the keys use, so a typo stops startup. */
+const policyText = (parse: (s: string) => unknown) =>
+  z.string().superRefine((v, ctx) => {
+    try {
+      parse(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  });
+
+const LimitsSchemas = {
+  keys: z
+    .strictObject({
+      /** Copied into keys created without --rate / --credits. */
+      defaults: z
+        .strictObject({
+          rate: policyText(parseRatePolicies).nullable().default(null),
+          credits: policyText(parseBudgets).nullable().default(null),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  limits: z
+    .strictObject({
+      /** Failed authentications allowed per client IP; null disables the limit. */
+      failedAuth: policyText(parseRatePolicies).nullable().default('30/minute'),
+    })
+    .prefault({}),
+  credits: z
+    .strictObject({
+      /** Credits reserved before a provider call, per endpoint; settled to the provider's figure after. */
+      estimates: z
+        .strictObject({
+          profile: nonNeg.default(3),
+          company: nonNeg.default(3),
+          profile_posts: nonNeg.default(2),
+          company_posts: nonNeg.default(2),
+          passthrough: nonNeg.default(1),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  passthrough: z
+    .strictObject({
+      /** /v1 paths proxied to the provider; a trailing * matches a prefix. Empty = none. */
+      paths: z.array(z.string().regex(/^\/v1\/[A-Za-z0-9._~\/-]*\*?$/, 'must be a /v1/ path, optionally ending in *')).default([]),
+    })
+    .prefault({}),
+};
+
+export const ConfigSchema = z.strictObject({
+  server: ServerSchema.prefault({}),
+  dataDir: z.string().min(1).default('./data'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Bearer token for /admin; admin routes are disabled while it is null. */
+  adminToken: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
+  network: z
+    .strictObject({
+      /** The network's registrable domain; URLs on other hosts are INVALID_NETWORK_URL. */
+      domain: z
+        .string()
+        .regex(/^[a-z0-9-]+(\.[a-z0-9-]+)+$/, 'must be a lowercase domain like example.com')
+        .default('linkedin.com'),
+    })
+    .prefault({}),
+  upstream: UpstreamSchema.prefault({}),
+  ...LimitsSchemas,
+  cache: CacheSchema.prefault({}),
+  ledger: z
+    .strictObject({
+      /** Whole UTC days of raw ledger rows kept before today; older days keep only their daily totals. null = forever. */
+      retentionDays: z.number().int().min(1).max(36_500).nullable().default(90),
+      /** How often raw rows past the retention are deleted (the first pass one interval after start). */
+      pruneIntervalMs: ms.default(3_600_000),
+    })
+    .prefault({}),
+  metrics: z
+    .strictObject({
+      /** Label credit and refusal series with key names; off for many keys or names that must not leave the host. */
+      perKeyLabels: z.boolean().default(true),
+      /** Bearer token GET /metrics requires; null leaves /metrics open (protect it at the network instead). */
+      token: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
+    })
+    .prefault({}),
+});

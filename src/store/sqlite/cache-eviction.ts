@@ -1,0 +1,85 @@
+import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
+import { STORED_STATUSES } from '../../domain/cache-entry.js';
+import type { CacheCounters } from './cache-counters.js';
+import type { DB } from './db.js';
+import type { HitCounts } from './hit-counts.js';
+import type { HotEntries } from './hot-entries.js';
+
+/** Entries deleted per transaction: a request never waits long behind eviction. */
+const EVICT_BATCH = 500;
+
+/**
+ * CacheStore's eviction: dead entries, then least-recently-used ones (by `access.last_access`)
+ * while the cache is over its bound. Every deleted entry takes its `access` row, its pending
+ * hit count and its copy in memory with it, and leaves the counters' size.
+ */
+export class CacheEviction {
+  private readonly lruStmt;
+  private readonly deleteStmt;
+  private readonly deadStmt;
+  private readonly accessDeleteStmt;
+  private readonly accessRepairStmt;
+
+  constructor(
+    private readonly db: DB,
+    private readonly counters: CacheCounters,
+    private readonly counts: HitCounts,
+    private readonly hot: HotEntries,
+  ) {
+    this.lruStmt = db.prepare<[number], number>('SELECT id FROM access ORDER BY last_access LIMIT ?').pluck();
+    this.deleteStmt = db.prepare<[number], { key: string; size: number }>('DELETE FROM entries WHERE rowid = ? RETURNING key, size');
+    this.deadStmt = db
+      .prepare<[string, number, number], number>(`SELECT rowid FROM entries WHERE endpoint = ? AND status = ? AND stored_at < ? LIMIT ${EVICT_BATCH}`)
+      .pluck();
+    this.accessDeleteStmt = db.prepare<[number]>('DELETE FROM access WHERE id = ?');
+    this.accessRepairStmt = db.prepare(
+      'INSERT INTO access (id, hits, last_hit, last_access) SELECT rowid, 0, NULL, stored_at FROM entries WHERE rowid NOT IN (SELECT id FROM access)',
+    );
+  }
+
+  /** See CacheStore.maintain; the caller has flushed the hit counts and synced. Returns how many went. */
+  evict(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
+    let removed = 0;
+    for (const endpoint of ENDPOINT_NAMES) {
+      for (const status of STORED_STATUSES) {
+        removed += this.deleteRows(this.deadStmt.all(endpoint, status, deadBefore(endpoint, status)));
+      }
+    }
+    if (this.counters.bytes > maxBytes) {
+      const target = maxBytes * 0.9;
+      let repaired = false;
+      while (this.counters.bytes > target) {
+        const rowids = this.lruStmt.all(EVICT_BATCH);
+        if (rowids.length === 0) {
+          // Entries without an `access` row (rowids renumbered by a manual VACUUM): give them one.
+          if (repaired || this.accessRepairStmt.run().changes === 0) break;
+          repaired = true;
+          continue;
+        }
+        removed += this.deleteRows(rowids, target);
+      }
+    }
+    return removed;
+  }
+
+  /** Delete entries by rowid until the byte total is at most `stopAtBytes`; returns how many went. */
+  private deleteRows(rowids: number[], stopAtBytes = -1): number {
+    if (rowids.length === 0) return 0;
+    const gone: string[] = [];
+    this.db.transaction(() => {
+      let bytes = 0;
+      for (const rowid of rowids) {
+        if (this.counters.bytes - bytes <= stopAtBytes) break;
+        const r = this.deleteStmt.get(rowid);
+        this.accessDeleteStmt.run(rowid);
+        this.counts.forget(rowid);
+        if (!r) continue;
+        bytes += r.size;
+        gone.push(r.key);
+      }
+      this.counters.addSize(-bytes, -gone.length);
+    }).immediate();
+    for (const key of gone) this.hot.forget(key);
+    return gone.length;
+  }
+}
