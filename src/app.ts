@@ -9,7 +9,7 @@ import { createLogger, type Logger } from './obs/logger.js';
 import { readiness, touchHeader } from './obs/health.js';
 import { drainHttp } from './obs/lifecycle.js';
 import { Metrics } from './obs/metrics.js';
-import { buildServer } from './server.js';
+import { buildServer } from './http/server.js';
 import { openDatabase, type DB, type OpenOptions } from './store/sqlite/db.js';
 import { Checkpointer } from './store/sqlite/checkpointer.js';
 import { KeyStore } from './store/sqlite/keys.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { failure } from '../domain/errors.js';
 import type { Readiness } from './health.js';
-import { endpointLabel, type Metrics } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { sendFailure } from '../http/fastify-reply.js';
 
@@ -16,43 +16,14 @@ export interface OpsDeps {
 }
 
 /** Routes that keep answering while draining: probes and scrapes must see the drain, not a refusal. */
-const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+export const OPS_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
- * /healthz, /readyz and /metrics, the drain refusal and the per-request metrics hook.
- * All three routes are unauthenticated by default and cheap: no key lookup, no provider
- * call, O(1) database work.
+ * /healthz, /readyz and /metrics. All three are unauthenticated by default and cheap: no key
+ * lookup, no provider call, O(1) database work. The drain refusal and the per-request
+ * metrics are the control plane's frame (src/http/control-plane.ts).
  */
-export function installOps(app: FastifyInstance, ops: OpsDeps): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!ops.draining() || OPS_PATHS.has(request.routeOptions.url ?? '')) return;
-    // A request on a connection opened before the drain: refuse it and close the connection.
-    reply.header('connection', 'close');
-    return sendFailure(reply, failure('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry on another instance.'), { 'x-request-id': request.id });
-  });
-
-  app.addHook('onSend', async (_request, reply, payload) => {
-    // In-flight answers finishing during the drain close their connection, so that an idle
-    // keep-alive socket cannot hold the shutdown open until keepAliveTimeout.
-    if (ops.draining()) reply.header('connection', 'close');
-    return payload;
-  });
-
-  app.addHook('onResponse', async (request, reply) => {
-    const t = request.trace;
-    ops.metrics.observeRequest({
-      endpoint: endpointLabel(request.endpointName, request.routeOptions.url, request.is404),
-      status: reply.statusCode,
-      seconds: reply.elapsedTime / 1000,
-      cache: t?.cache,
-      collapsed: t?.collapsed,
-      keyName: t?.keyName,
-      creditsUsed: t?.creditsUsed,
-      creditsSaved: t?.creditsSaved,
-      errorCode: request.errorCode,
-    });
-  });
-
+export function registerOps(app: FastifyInstance, ops: OpsDeps): void {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', 'no-store').send({ status: 'ok' }));
 
   app.get('/readyz', async (_request, reply) => {

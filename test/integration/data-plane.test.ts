@@ -11,6 +11,25 @@ import { SIM_KEY, startStack, type Stack } from '../helpers/stack.js';
  * error code, Allow, X-Request-Id, rate-limit fields, Content-Type, Connection, the log line
  * and the metric series counted. Written against the gateway before /v1 moved to one data
  * plane (issue #12 item 7) and kept green through it.
+ *
+ * What the data plane changed on purpose is marked CHANGED where it is pinned:
+ *   1. Any method but GET and HEAD on a lookup path is 405 with Allow (RFC 9110 §15.5.6;
+ *      DESIGN §2 step 2); TRACE, PROPFIND and the like were 404.
+ *   2. A lookup's 405 (and its other refusals before the pipeline) is counted and logged
+ *      under the lookup's name; it was counted as `passthrough` and logged without endpoint.
+ *   3. A /v1 404 is counted as `unmatched`, pass-through on or off; with pass-through on,
+ *      GET and HEAD 404s (and 414s) were counted as `passthrough`. Pass-through's own
+ *      refusals before the pipeline are logged with endpoint `passthrough`.
+ *   4. No /v1 route takes a request body: a POST with invalid JSON, an unknown content type or
+ *      over 64 KiB is 405 (lookup path) or 404 like any other POST, never 400/415 from a body
+ *      parser. As before, a body up to 64 KiB is read (and dropped) before the answer; a
+ *      longer one is not waited for, and the answer closes the connection.
+ *   5. The lookups are matched on the path as sent: a percent-encoded spelling of one
+ *      (`/v1/profil%65`) is 404 for every method (it was 404 for GET, 405 for POST).
+ *   6. An absolute-form target (`http://host/v1/…`, sent to proxies) is not /v1: 404 for
+ *      every method (it was 405 for the methods with a 405 route).
+ *   7. A refusal of a path that is not valid percent-encoding closes the connection during
+ *      the drain, like every other answer then.
  */
 
 const ADMIN = 'admin-token-for-tests-0123456789';
@@ -42,7 +61,8 @@ const ex = (status: number, code: string, rate: Observed['rate'], logged: string
   ...more,
 });
 const notFound = (rate: Observed['rate'], metric = 'requests:unmatched') => ex(404, 'ROUTE_NOT_FOUND', rate, '-', metric);
-const notAllowed = (metric: string, logged = '-') => ex(405, 'METHOD_NOT_ALLOWED', 'ip', logged, metric, { allow: 'GET, HEAD' });
+/** A lookup's 405: counted and logged under the lookup's name. */
+const LOOKUP_405 = ex(405, 'METHOD_NOT_ALLOWED', 'ip', 'profile', 'requests:profile', { allow: 'GET, HEAD' });
 const badPath = (rate: Observed['rate']) => ex(400, 'INVALID_PARAMETER', rate, '-', 'client_error:invalid_parameter');
 
 function check(o: Observed, e: Expect, head: boolean): void {
@@ -88,11 +108,10 @@ describe('method × path, pass-through off', () => {
   it.each(
     rows([
       [READS, LOOKUP, ex(200, '', 'key', 'profile', 'requests:profile')],
-      [DENIED, LOOKUP, notAllowed('requests:passthrough')],
-      [OTHER, LOOKUP, notFound('ip')],
-      [READS, '/v1/profil%65?person.id=1', notFound('ip')],
-      [DENIED, '/v1/profil%65?person.id=1', notAllowed('requests:passthrough')],
-      [OTHER, '/v1/profil%65?person.id=1', notFound('ip')],
+      // CHANGED (1, 2): 405 for every other method, under the lookup's name.
+      [[...DENIED, ...OTHER], LOOKUP, LOOKUP_405],
+      // CHANGED (5): 404 for every method.
+      [ALL, '/v1/profil%65?person.id=1', notFound('ip')],
       ...['/v1', '/v1/', '/v1?x=1', '/v1/unknown', '/v1/credits', '/v1/profile/', '/v1//profile'].map((p): Row => [ALL, p, notFound('ip')]),
       [ALL, '/v1/%zz', badPath('ip')],
       [ALL, '/v1/profile%?x=1', badPath('ip')],
@@ -104,9 +123,8 @@ describe('method × path, pass-through off', () => {
       [ALL, '/nope', notFound('none')],
       [ALL, '/V1/profile', notFound('none')],
       [ALL, '/nope/%zz', badPath('none')],
-      // An absolute-form target is not a /v1 path (isV1Path) for the rate fields.
-      [[...READS, ...OTHER], 'http://x/v1/profile?person.id=1', notFound('none')],
-      [DENIED, 'http://x/v1/profile?person.id=1', { ...notAllowed('requests:passthrough'), rate: 'none' }],
+      // An absolute-form target is not a /v1 path (isV1Path). CHANGED (6): 404 for every method.
+      [ALL, 'http://x/v1/profile?person.id=1', notFound('none')],
     ]),
   )('%s %s', async (method, path, e) => {
     check(await observe(plain, rawRequest(plain, method, path), method === 'HEAD'), e, method === 'HEAD');
@@ -117,8 +135,8 @@ describe('method × path, pass-through on', () => {
   it.each(
     rows([
       [READS, LOOKUP, ex(200, '', 'key', 'profile', 'requests:profile')],
-      [DENIED, LOOKUP, notAllowed('requests:passthrough')],
-      [OTHER, LOOKUP, notFound('ip')],
+      // CHANGED (1, 2).
+      [[...DENIED, ...OTHER], LOOKUP, LOOKUP_405],
       [['GET'], '/v1/credits', ex(200, '', 'key', 'passthrough', 'requests:passthrough')],
       // The simulator answers HEAD on /v1/credits with its own 405.
       [['HEAD'], '/v1/credits', ex(405, 'METHOD_NOT_ALLOWED', 'key', 'passthrough', 'requests:passthrough')],
@@ -126,18 +144,15 @@ describe('method × path, pass-through on', () => {
       // Proxied: the simulator has no such endpoint.
       [READS, '/v1/extra/x', ex(404, 'ROUTE_NOT_FOUND', 'key', 'passthrough', 'requests:passthrough')],
       [[...DENIED, ...OTHER], '/v1/extra/x', notFound('ip')],
-      ...['/v1/unknown', '/v1/', '/v1/profile/', '/v1//profile', '/v1/profil%65?person.id=1'].map((p): Row => [READS, p, notFound('ip', 'requests:passthrough')]),
-      ...['/v1/unknown', '/v1/', '/v1/profile/', '/v1//profile'].map((p): Row => [[...DENIED, ...OTHER], p, notFound('ip')]),
-      [DENIED, '/v1/profil%65?person.id=1', notAllowed('requests:passthrough')],
-      [OTHER, '/v1/profil%65?person.id=1', notFound('ip')],
+      // Paths pass-through refuses. CHANGED (3, 5): `unmatched`, and 404 for every method.
+      ...['/v1/unknown', '/v1/', '/v1/profile/', '/v1//profile', '/v1/profil%65?person.id=1'].map((p): Row => [ALL, p, notFound('ip')]),
       [ALL, '/v1', notFound('ip')],
       [ALL, '/v1?x=1', notFound('ip')],
       [ALL, '/v1/%zz', badPath('ip')],
-      [READS, LONG, ex(414, 'URI_TOO_LONG', 'ip', '-', 'requests:passthrough')],
-      [[...DENIED, ...OTHER], LONG, ex(414, 'URI_TOO_LONG', 'ip', '-', 'requests:unmatched')],
-      [READS, 'http://x/v1/profile?person.id=1', notFound('none', 'requests:passthrough')],
-      [OTHER, 'http://x/v1/profile?person.id=1', notFound('none')],
-      [DENIED, 'http://x/v1/profile?person.id=1', { ...notAllowed('requests:passthrough'), rate: 'none' }],
+      // CHANGED (3): `unmatched` for GET and HEAD too.
+      [ALL, LONG, ex(414, 'URI_TOO_LONG', 'ip', '-', 'requests:unmatched')],
+      // CHANGED (3, 6).
+      [ALL, 'http://x/v1/profile?person.id=1', notFound('none')],
     ]),
   )('%s %s', async (method, path, e) => {
     check(await observe(pt, rawRequest(pt, method, path), method === 'HEAD'), e, method === 'HEAD');
@@ -158,30 +173,35 @@ describe('bodies, keys, Host and framing', () => {
   it.each([
     ['a body on a lookup GET', 'GET', LOOKUP, { headers: 'Content-Length: 5\r\n', body: 'hello' }, ex(400, 'BODY_NOT_ALLOWED', 'ip', 'profile', 'requests:profile', { connection: 'close' })],
     ['a body on GET elsewhere in /v1', 'GET', '/v1/unknown', { headers: 'Content-Length: 5\r\n', body: 'hello' }, ex(400, 'BODY_NOT_ALLOWED', 'ip', '-', 'requests:unmatched', { connection: 'close' })],
-    ['POST with a JSON body', 'POST', '/v1/profile', JSON_BODY('{"a":1}'), notAllowed('requests:passthrough')],
-    ['POST with invalid JSON', 'POST', '/v1/profile', JSON_BODY('{"a":'), ex(400, 'INVALID_PARAMETER', 'ip', '-', 'requests:passthrough', { connection: 'close' })],
-    ['POST with invalid JSON elsewhere in /v1', 'POST', '/v1/unknown', JSON_BODY('{"a":'), ex(400, 'INVALID_PARAMETER', 'ip', '-', 'requests:unmatched', { connection: 'close' })],
-    ['POST with invalid JSON to /v1', 'POST', '/v1', JSON_BODY('{"a":'), ex(400, 'INVALID_PARAMETER', 'ip', '-', 'requests:unmatched', { connection: 'close' })],
-    ['POST with an XML body', 'POST', '/v1/profile', { headers: 'Content-Type: application/xml\r\nContent-Length: 4\r\n', body: '<a/>' }, ex(415, 'INVALID_PARAMETER', 'ip', '-', 'requests:passthrough')],
-    ['POST with a body of no type', 'POST', '/v1/profile', { headers: 'Content-Length: 4\r\n', body: 'abcd' }, ex(415, 'INVALID_PARAMETER', 'ip', '-', 'requests:passthrough')],
-    ['POST with a body over 64 KiB', 'POST', '/v1/profile', JSON_BODY('x'.repeat(70_000)), ex(400, 'BODY_NOT_ALLOWED', 'ip', '-', 'requests:passthrough', { connection: 'close' })],
-    ['POST with a chunked JSON body', 'POST', '/v1/profile', { headers: 'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n', body: '7\r\n{"a":1}\r\n0\r\n\r\n' }, notAllowed('requests:passthrough')],
+    // CHANGED (2, 4): no body is parsed on /v1; whatever it is, the answer is the route's.
+    ['POST with a JSON body', 'POST', '/v1/profile', JSON_BODY('{"a":1}'), LOOKUP_405],
+    ['POST with invalid JSON', 'POST', '/v1/profile', JSON_BODY('{"a":'), LOOKUP_405],
+    ['POST with invalid JSON elsewhere in /v1', 'POST', '/v1/unknown', JSON_BODY('{"a":'), notFound('ip')],
+    ['POST with invalid JSON to /v1', 'POST', '/v1', JSON_BODY('{"a":'), notFound('ip')],
+    ['POST with an XML body', 'POST', '/v1/profile', { headers: 'Content-Type: application/xml\r\nContent-Length: 4\r\n', body: '<a/>' }, LOOKUP_405],
+    ['POST with a body of no type', 'POST', '/v1/profile', { headers: 'Content-Length: 4\r\n', body: 'abcd' }, LOOKUP_405],
+    ['POST with a body over 64 KiB', 'POST', '/v1/profile', JSON_BODY('x'.repeat(70_000)), { ...LOOKUP_405, connection: 'close' }],
+    ['POST with a chunked body over 64 KiB', 'POST', '/v1/profile', { headers: 'Transfer-Encoding: chunked\r\n', body: `11170\r\n${'x'.repeat(70_000)}\r\n0\r\n\r\n` }, { ...LOOKUP_405, connection: 'close' }],
+    ['POST with a chunked JSON body', 'POST', '/v1/profile', { headers: 'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n', body: '7\r\n{"a":1}\r\n0\r\n\r\n' }, LOOKUP_405],
     ['POST with a JSON body off /v1', 'POST', '/nope', JSON_BODY('{"a":'), ex(400, 'INVALID_PARAMETER', 'none', '-', 'requests:unmatched', { connection: 'close' })],
     ['POST with an XML body off /v1', 'POST', '/nope', { headers: 'Content-Type: application/xml\r\nContent-Length: 4\r\n', body: '<a/>' }, notFound('none')],
     ['a lookup without a key', 'GET', LOOKUP, { key: null }, ex(401, 'MISSING_API_KEY', 'ip', 'profile', 'requests:profile')],
     ['a lookup with a wrong key', 'GET', LOOKUP, { key: 'tg_nope' }, ex(401, 'INVALID_API_KEY', 'ip', 'profile', 'requests:profile')],
-    ['POST on a lookup without a key', 'POST', LOOKUP, { key: null }, notAllowed('requests:passthrough')],
+    // CHANGED (2).
+    ['POST on a lookup without a key', 'POST', LOOKUP, { key: null }, LOOKUP_405],
   ] as const)('%s', async (_name, method, path, o, e) => {
     check(await observe(plain, rawRequest(plain, method, path, o)), e, false);
   });
 
   it.each([
     ['no Host on HTTP/1.1, unknown /v1 path', 'GET /v1/unknown HTTP/1.1\r\n\r\n', ex(400, 'INVALID_PARAMETER', 'ip', '-', 'requests:unmatched')],
-    ['no Host on HTTP/1.1, POST on a lookup', 'POST /v1/profile HTTP/1.1\r\n\r\n', ex(400, 'INVALID_PARAMETER', 'ip', '-', 'requests:passthrough')],
+    // CHANGED (2).
+    ['no Host on HTTP/1.1, POST on a lookup', 'POST /v1/profile HTTP/1.1\r\n\r\n', ex(400, 'INVALID_PARAMETER', 'ip', 'profile', 'requests:profile')],
     ['no Host on HTTP/1.0 (needs none)', 'GET /v1/unknown HTTP/1.0\r\n\r\n', ex(404, 'ROUTE_NOT_FOUND', 'ip', '-', 'requests:unmatched', { connection: 'close' })],
     ['a body framed by gzip alone (the parser refuses it)', 'POST /v1/profile HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n', ex(400, 'INVALID_PARAMETER', 'ip', 'none', 'client_error:invalid_parameter', { connection: 'close' })],
     ['an upgrade request, unknown /v1 path', 'GET /v1/unknown HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', ex(404, 'ROUTE_NOT_FOUND', 'ip', '-', 'requests:unmatched', { connection: 'close' })],
-    ['an upgrade request, POST on a lookup', 'POST /v1/profile HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', { ...notAllowed('requests:passthrough'), connection: 'close' }],
+    // CHANGED (2).
+    ['an upgrade request, POST on a lookup', 'POST /v1/profile HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', { ...LOOKUP_405, connection: 'close' }],
     ['an upgrade request, control plane', 'GET /healthz HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', ex(200, '', 'none', '-', 'requests:healthz', { connection: 'close' })],
   ] as const)('%s', async (_name, data, e) => {
     check(await observe(plain, data), e, false);
@@ -189,9 +209,10 @@ describe('bodies, keys, Host and framing', () => {
 
   it.each([
     ['a key on a pass-through path', 'GET', '/v1/credits', { key: null }, ex(401, 'MISSING_API_KEY', 'ip', 'passthrough', 'requests:passthrough')],
-    ['no key on a path pass-through refuses', 'GET', '/v1/unknown', { key: null }, notFound('ip', 'requests:passthrough')],
-    ['a body on GET to a pass-through path', 'GET', '/v1/credits', { headers: 'Content-Length: 5\r\n', body: 'hello' }, ex(400, 'BODY_NOT_ALLOWED', 'ip', '-', 'requests:passthrough', { connection: 'close' })],
-    ['a body on GET to a path pass-through refuses', 'GET', '/v1/unknown', { headers: 'Content-Length: 5\r\n', body: 'hello' }, ex(400, 'BODY_NOT_ALLOWED', 'ip', '-', 'requests:passthrough', { connection: 'close' })],
+    // CHANGED (3) on the three below.
+    ['no key on a path pass-through refuses', 'GET', '/v1/unknown', { key: null }, notFound('ip')],
+    ['a body on GET to a pass-through path', 'GET', '/v1/credits', { headers: 'Content-Length: 5\r\n', body: 'hello' }, ex(400, 'BODY_NOT_ALLOWED', 'ip', 'passthrough', 'requests:passthrough', { connection: 'close' })],
+    ['a body on GET to a path pass-through refuses', 'GET', '/v1/unknown', { headers: 'Content-Length: 5\r\n', body: 'hello' }, ex(400, 'BODY_NOT_ALLOWED', 'ip', '-', 'requests:unmatched', { connection: 'close' })],
   ] as const)('pass-through on: %s', async (_name, method, path, o, e) => {
     check(await observe(pt, rawRequest(pt, method, path, o)), e, false);
   });
@@ -325,10 +346,12 @@ describe('during the drain', () => {
     const refused = (rate: boolean, logged: string) => ({ status: 503, code: 'SERVICE_UNAVAILABLE', rate, connection: 'close', requestId: true, logged });
     expect(seen).toEqual({
       lookup: refused(true, 'company'),
-      'lookup POST': refused(true, '-'),
-      'pass-through': refused(true, '-'),
+      // CHANGED (2, 3): logged under the route's name.
+      'lookup POST': refused(true, 'company'),
+      'pass-through': refused(true, 'passthrough'),
       'unknown /v1': refused(true, '-'),
-      'bad path': { status: 400, code: 'INVALID_PARAMETER', rate: true, connection: 'keep-alive', requestId: true, logged: '-' },
+      // CHANGED (7).
+      'bad path': { status: 400, code: 'INVALID_PARAMETER', rate: true, connection: 'close', requestId: true, logged: '-' },
       'control plane': refused(false, '-'),
       // Probes keep answering: readiness says it is draining.
       probe: { status: 503, code: '', rate: false, connection: 'close', requestId: true, logged: '-' },
@@ -336,5 +359,21 @@ describe('during the drain', () => {
     await slowClosed;
     await closing;
     await d.close();
+  });
+});
+
+describe("the control plane's client address", () => {
+  it('behind listed proxies, /admin counts failed tokens against the address X-Forwarded-For names, like /v1 does', async () => {
+    const a = await startStack({ config: { adminToken: ADMIN, server: { trustedProxies: ['127.0.0.1'] }, limits: { failedAuth: '2/minute' } } });
+    try {
+      const from = (xff: string, token: string) => a.get('/admin/keys', { key: null, headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': xff } });
+      expect((await from('203.0.113.1', 'wrong-token-0123456789')).status).toBe(401);
+      expect((await from('203.0.113.1', 'wrong-token-0123456789')).status).toBe(401);
+      // Exhausted for that client, even with the right token; another client behind the same proxy is not.
+      expect((await from('203.0.113.1', ADMIN)).json.error.code).toBe('AUTH_RATE_LIMITED');
+      expect((await from('203.0.113.2', ADMIN)).status).toBe(200);
+    } finally {
+      await a.close();
+    }
   });
 });
