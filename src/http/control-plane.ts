@@ -51,13 +51,9 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    if (ops.draining() && !OPS_PATHS.has(request.routeOptions.url ?? '')) {
-      // A request on a connection opened before the drain: refuse it and close the connection.
-      reply.header('connection', 'close');
-      return sendAnswer(reply, errorAnswer(DRAINING, request.id));
-    }
-    const early = earlyRefusal(request.raw, config.server.maxUrlBytes);
-    if (early) return sendAnswer(reply, errorAnswer(early, request.id));
+    // A request on a connection opened before the drain is refused (onSend closes the connection).
+    const f = ops.draining() && !OPS_PATHS.has(request.routeOptions.url ?? '') ? DRAINING : earlyRefusal(request.raw, config.server.maxUrlBytes);
+    if (f) return sendAnswer(reply, errorAnswer(f, request.id));
   });
 
   app.addHook('onSend', async (_request, reply, payload) => {

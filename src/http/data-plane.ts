@@ -72,10 +72,15 @@ export function dataPlane(deps: ServerDeps, trusted: TrustedProxies): DataPlane 
   const frame = new Frame(deps);
   const proxy = passthroughProxy(config, deps);
 
+  /** The refusals before any route's work: while draining, and earlyRefusal()'s. True when one answered. */
+  function refusedAtEdge(req: IncomingMessage, res: ServerResponse, endpoint: string, ip: string, requestId: string, t0: number): boolean {
+    const f = ops.draining() ? DRAINING : earlyRefusal(req, maxUrl);
+    if (f) frame.refuse(req, res, endpoint, f, ip, requestId, t0);
+    return f !== null;
+  }
+
   function lookup(req: IncomingMessage, res: ServerResponse, def: EndpointDef, url: string, q: number, ip: string, requestId: string, t0: number): void {
-    if (ops.draining()) return frame.refuse(req, res, def.name, DRAINING, ip, requestId, t0);
-    const early = earlyRefusal(req, maxUrl);
-    if (early) return frame.refuse(req, res, def.name, early, ip, requestId, t0);
+    if (refusedAtEdge(req, res, def.name, ip, requestId, t0)) return;
     // A lookup takes no body (earlyRefusal saw to it); resume() lets the request end, so the connection stays usable.
     req.resume();
     const trace: LookupTrace = {};
@@ -90,9 +95,7 @@ export function dataPlane(deps: ServerDeps, trusted: TrustedProxies): DataPlane 
   function elsewhere(req: IncomingMessage, res: ServerResponse, method: string, url: string, path: string, q: number, def: EndpointDef | undefined, ip: string, requestId: string, t0: number): void {
     if (!validPercentEncoding(path)) return frame.refuse(req, res, null, BAD_PATH, ip, requestId, t0);
     const endpoint = def ? def.name : proxy && (method === 'GET' || method === 'HEAD') && passthroughAllowed(path, patterns) ? PASSTHROUGH : UNMATCHED;
-    if (ops.draining()) return frame.refuse(req, res, endpoint, DRAINING, ip, requestId, t0);
-    const early = earlyRefusal(req, maxUrl);
-    if (early) return frame.refuse(req, res, endpoint, early, ip, requestId, t0);
+    if (refusedAtEdge(req, res, endpoint, ip, requestId, t0)) return;
     if (endpoint === PASSTHROUGH) return forward(req, res, path, q < 0 ? '' : url.slice(q + 1), ip, requestId, t0);
     // RFC 9110 §15.5.6: the lookups exist, for GET and HEAD only.
     const f = def ? failure('METHOD_NOT_ALLOWED', `Method ${method} is not allowed; use GET.`, { allow: 'GET, HEAD' }) : routeNotFound(method, url);
