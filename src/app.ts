@@ -7,7 +7,7 @@ import { createLogger, type Logger } from './obs/logger.js';
 import { readiness } from './obs/health.js';
 import { drainHttp, SETTLE_AT_CLOSE_MS, settled } from './obs/lifecycle.js';
 import { Metrics } from './obs/metrics.js';
-import { buildServer } from './server.js';
+import { buildServer } from './http/server.js';
 import { UpstreamClient } from './upstream/client.js';
 import { retentionMs } from './domain/cache-policy.js';
 import type { EndpointName } from './domain/endpoints.js';

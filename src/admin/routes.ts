@@ -69,10 +69,10 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         // Unlike a client key, an exhausted address is refused even with the right token: admin
         // tokens are operator-chosen (16+ characters) and may be guessable, so guesses are capped.
         // The counters are /admin's own, and the address is one the client cannot choose.
-        const ip = deps.admission.adminState(request.ip, now);
+        const ip = deps.admission.adminState(request.clientIp, now);
         if (!ip.allowed) return sendFailure(reply, authRateLimited(ip.retryAfter), ip.headers);
         if (!bearerMatches(request.headers.authorization, expected)) {
-          const headers = deps.admission.countAdminFailure(request.ip, now);
+          const headers = deps.admission.countAdminFailure(request.clientIp, now);
           return sendFailure(reply, failure('ADMIN_UNAUTHORIZED'), { ...headers, 'www-authenticate': 'Bearer realm="tollgate-admin"' });
         }
       });

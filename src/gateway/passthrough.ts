@@ -1,40 +1,30 @@
-import { Agent as HttpAgent, type ClientRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
-import { finished, pipeline, Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { createProxyServer } from 'http-proxy-3';
 import { failure } from '../domain/errors.js';
-import type { Config } from '../config.js';
 import type { AdmittedCall } from '../upstream/call-state.js';
-import type { UpstreamFailure } from '../upstream/types.js';
-import { errorResult, type AttemptResult } from '../upstream/http.js';
 import { creditsOf, type Provider } from './fetcher.js';
-import { chargeReservation, framed, type FrameDeps } from './frame.js';
+import { framed, type FrameDeps, type Incoming } from './frame.js';
 import { isPromise } from '../store/ports.js';
 import { passthroughAllowed } from '../domain/passthrough-path.js';
-import { scrubText, SecretScrubber } from '../upstream/scrub.js';
 import type { ApiKey } from '../domain/keys.js';
 import type { LookupTrace } from '../domain/trace.js';
 import { errorAnswer, type Answer } from '../domain/answer.js';
 
 export { passthroughAllowed };
 
-/** An answer whose body may still be streaming from the provider. */
-export interface ProxiedAnswer extends Answer {
-  stream?: Readable;
-}
-
 export interface PassthroughDeps extends FrameDeps {
-  readonly config: Readonly<Config>;
   /** The provider client's admission (shaping, 429 pause, breaker), reached through the fetcher. */
   readonly fetcher: { readonly provider: Pick<Provider, 'admit'> };
 }
 
-/** Request headers a client may pass on; everything else (cookies, its own forwarding headers) stays here. */
-const FORWARD_REQUEST = new Set(['accept', 'accept-language', 'user-agent', 'host']);
-/** Provider response headers a client sees on a 2xx; rate-limit and credit headers are Tollgate's own. */
-const FORWARD_RESPONSE = ['content-type', 'content-language', 'etag', 'last-modified'];
-const BYPASS = { 'cache-status': 'tollgate; fwd=bypass', 'x-cache-status': 'BYPASS' } as const;
+/** One pass-through request, as the HTTP layer hands it over. */
+export interface PassthroughCall extends Incoming {
+  /** The request path, already allowed by passthroughAllowed(). */
+  readonly path: string;
+  /** Fires when the client hangs up: a call still waiting for admission is dropped. */
+  readonly hangUp: AbortSignal;
+}
+
+/** What a pass-through answer says of the cache: it never looked. */
+export const BYPASS = { 'cache-status': 'tollgate; fwd=bypass', 'x-cache-status': 'BYPASS' } as const;
 
 /** The pure access decision for pass-through: a key with an endpoint list needs `passthrough` in it. */
 export function passthroughRefusal(key: ApiKey, path: string) {
@@ -45,192 +35,24 @@ export function passthroughRefusal(key: ApiKey, path: string) {
 }
 
 /**
- * Other /v1 paths (config `passthrough.paths`) proxied to the provider with http-proxy-3
- * (DESIGN §8): after authentication, scope, rate limit and credit reservation, and then
- * under the provider client's admission like a lookup (concurrency slot, plan shaping, 429
- * pause, breaker, deadline). The caller's Authorization is replaced by the provider key;
- * never cached. Error answers are mapped like lookups' (map.ts) in our envelope. A 2xx JSON
- * answer is read whole (up to upstream.maxResponseBytes) so the credits it reports are
- * charged before it is sent; other 2xx answers are streamed. The provider key is scrubbed
- * from every body and header returned.
+ * Other /v1 paths (config `passthrough.paths`) sent on to the provider (DESIGN §8), in the
+ * frame of a lookup (frame.ts: authentication, rate limit, ledger row): then scope, a credit
+ * reservation, and the provider client's admission (concurrency slot, plan shaping, 429 pause,
+ * breaker, deadline). `forward` sends the admitted request and reads its answer
+ * (src/http/passthrough-proxy.ts); it charges what the provider reports on the trace.
  */
-export function registerPassthrough(app: FastifyInstance, deps: PassthroughDeps, send: (reply: FastifyReply, a: Answer) => unknown): void {
-  const { config } = deps;
-  const patterns = config.passthrough.paths;
-  const url = config.upstream.url?.replace(/\/+$/, '');
-  const apiKey = config.upstream.apiKey;
-  if (patterns.length === 0 || !url || !apiKey) return;
-  const provider = deps.fetcher.provider;
-  const maxBytes = config.upstream.maxResponseBytes;
-
-  const https = url.startsWith('https:');
-  const agent = new (https ? HttpsAgent : HttpAgent)({ keepAlive: true, maxSockets: config.upstream.connections });
-  const proxy = createProxyServer({ target: url, changeOrigin: true, selfHandleResponse: true, agent, proxyTimeout: config.upstream.deadlineMs });
-  const responses = new WeakMap<IncomingMessage, (res: IncomingMessage) => void>();
-  const requests = new WeakMap<IncomingMessage, ClientRequest>();
-  proxy.on('proxyRes', (proxyRes, req) => responses.get(req)?.(proxyRes));
-  proxy.on('proxyReq', (proxyReq, req) => requests.set(req, proxyReq));
-  proxy.on('error', () => {}); // every call passes its own error callback
-  app.addHook('onClose', async () => {
-    proxy.close();
-    agent.destroy();
-  });
-
-  const chargeIfBilled = (f: UpstreamFailure | null, requestId: string, trace: LookupTrace): void => {
-    if (f?.maybeCharged) chargeReservation(deps.accounting, requestId, trace);
-  };
-
-  app.get('/v1/*', async (request, reply) => {
-    const q = request.url.indexOf('?');
-    const path = q < 0 ? request.url : request.url.slice(0, q);
-    if (!passthroughAllowed(path, patterns)) {
-      return send(reply, errorAnswer(failure('ROUTE_NOT_FOUND', `No route for ${request.method} ${path.slice(0, 200)}.`), request.id));
-    }
-    const trace: LookupTrace = { identity: path, cache: 'BYPASS', creditsUsed: 0 };
-    request.trace = trace;
-    request.endpointName = 'passthrough';
-    const rawQuery = q < 0 ? '' : request.url.slice(q + 1);
-    const inc = { rawQuery, authorization: request.headers.authorization, ip: request.ip, requestId: request.id };
-    const answer: ProxiedAnswer = await framed(deps, 'passthrough', inc, trace, async (key, now) => {
-      const denied = passthroughRefusal(key, path);
-      if (denied) return errorAnswer(denied, request.id);
-      let refused = deps.accounting.reserve(request.id, key, 'passthrough', now);
-      if (isPromise(refused)) refused = await refused;
-      if (refused) return errorAnswer(refused, request.id);
-      return forward(request, reply, path, rawQuery, trace);
-    });
-    // The per-IP limiter's fields were set on every /v1 reply before the key was known; once
-    // it is, only the key's count: an unlimited key advertises no IETF quota at all.
-    if (trace.keyId) for (const h of ['ratelimit-policy', 'ratelimit']) reply.removeHeader(h);
-    if (!answer.stream) return send(reply, answer);
-    return reply.code(answer.status).headers(answer.headers).send(answer.stream);
-  });
-
-  async function forward(request: FastifyRequest, reply: FastifyReply, path: string, rawQuery: string, trace: LookupTrace): Promise<ProxiedAnswer> {
-    const requestId = request.id;
-    const raw = request.raw;
-    const hangUp = new AbortController();
-    reply.raw.once('close', () => hangUp.abort());
-    const query = [...new URLSearchParams(rawQuery)];
-    const admitted = await provider.admit({ path, query, requestId }, hangUp.signal);
+export function passthrough(deps: PassthroughDeps, call: PassthroughCall, trace: LookupTrace, forward: (admitted: AdmittedCall) => Promise<Answer>): Promise<Answer> {
+  return framed(deps, 'passthrough', call, trace, async (key, now) => {
+    const { requestId } = call;
+    const denied = passthroughRefusal(key, call.path);
+    if (denied) return errorAnswer(denied, requestId);
+    let refused = deps.accounting.reserve(requestId, key, 'passthrough', now);
+    if (isPromise(refused)) refused = await refused;
+    if (refused) return errorAnswer(refused, requestId);
+    const query = [...new URLSearchParams(call.rawQuery)];
+    const admitted = await deps.fetcher.provider.admit({ path: call.path, query, requestId }, call.hangUp);
     if (!admitted.ok) return errorAnswer(admitted.failure, requestId, { ...BYPASS });
-    for (const h of Object.keys(raw.headers)) if (!FORWARD_REQUEST.has(h)) delete raw.headers[h];
-    const t0 = deps.clock.now();
-    return new Promise<ProxiedAnswer>((resolve) => {
-      /** Set once the provider's headers arrived or the call failed: exactly one of them answers. */
-      let decided = false;
-      const done = (a: ProxiedAnswer, releaseNow: boolean): void => {
-        if (releaseNow) {
-          admitted.signal.removeEventListener('abort', cut);
-          admitted.release();
-        }
-        resolve(a);
-      };
-      const fail = (err: unknown): void => {
-        decided = true;
-        responses.delete(raw);
-        const f = admitted.settle(errorResult(err, admitted.signal));
-        chargeIfBilled(f, requestId, trace);
-        done(errorAnswer(f?.failure ?? failure('UPSTREAM_UNAVAILABLE'), requestId, { ...BYPASS }), true);
-      };
-      // Deadline or hang-up: stop the request (and a streaming body); answer if nothing did yet.
-      // http-proxy-3 reports a reset after a hang-up as 'econnreset', not to our callback.
-      const cut = (): void => {
-        requests.get(raw)?.destroy();
-        if (!decided) fail(Object.assign(new Error('aborted'), { code: 'ABORT_ERR' }));
-        else admitted.release();
-      };
-      admitted.signal.addEventListener('abort', cut, { once: true });
-      responses.set(raw, (res) => {
-        responses.delete(raw);
-        if (decided) return void res.destroy();
-        decided = true;
-        trace.upstreamMs = deps.clock.now() - t0;
-        onResponse(res, admitted, request.method === 'HEAD', requestId, trace, done);
-      });
-      proxy.web(
-        raw,
-        reply.raw,
-        {
-          buffer: Readable.from([]),
-          headers: { authorization: `Bearer ${apiKey}`, 'x-request-id': requestId, 'accept-encoding': 'identity' },
-        },
-        // A failure after the headers surfaces through the body stream instead.
-        (err) => !decided && fail(err),
-      );
-    });
-  }
-
-  function onResponse(
-    res: IncomingMessage,
-    admitted: AdmittedCall,
-    head: boolean,
-    requestId: string,
-    trace: LookupTrace,
-    done: (a: ProxiedAnswer, releaseNow: boolean) => void,
-  ): void {
-    const status = res.statusCode ?? 502;
-    const upstreamId = typeof res.headers['x-request-id'] === 'string' ? scrubText(res.headers['x-request-id'], apiKey!) : undefined;
-    if (upstreamId) trace.upstreamRequestId = upstreamId;
-    const headers: Record<string, string> = { ...BYPASS };
-    if (upstreamId) headers['x-upstream-request-id'] = upstreamId;
-    const retryAfter = typeof res.headers['retry-after'] === 'string' ? res.headers['retry-after'] : undefined;
-    const answer = (body: string | null): AttemptResult => ({ type: 'response', status, body, tooLarge: body === null, retryAfter, upstreamRequestId: upstreamId });
-    const ok = status >= 200 && status < 300;
-    if (ok) for (const h of FORWARD_RESPONSE) if (typeof res.headers[h] === 'string') headers[h] = scrubText(res.headers[h] as string, apiKey!);
-
-    if (ok && head) {
-      admitted.settle(answer(''));
-      finished(res.resume(), () => admitted.release());
-      done({ status, headers, body: '', stream: Readable.from([]) }, false);
-      return;
-    }
-    if (ok && !/\bjson\b/i.test(String(res.headers['content-type'] ?? ''))) {
-      admitted.settle(answer(''));
-      // The slot is held while the body streams; the pipeline's end (or the deadline's cut) frees it.
-      done({ status, headers, body: '', stream: pipeline(res, new SecretScrubber(apiKey!), () => admitted.release()) }, false);
-      return;
-    }
-    readCapped(res, maxBytes).then(
-      (text) => {
-        const f = admitted.settle(answer(text));
-        chargeIfBilled(f, requestId, trace);
-        // For a lookup, "no such route" means upstream.url is wrong; here the caller chose the path.
-        if (f?.kind === 'no_route') return done(errorAnswer(failure('ROUTE_NOT_FOUND', `The provider has no route ${trace.identity}.`), requestId, headers), true);
-        if (f) return done(errorAnswer(f.failure, requestId, headers), true);
-        if (text === null) {
-          // A 2xx the provider performed, and bills, but too large to read its charge from.
-          chargeReservation(deps.accounting, requestId, trace);
-          return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
-        }
-        trace.creditsUsed = creditsReported(text);
-        // Sent as the provider wrote it: the request id is swapped as text by the caller (withRequestId),
-        // never by parsing and serializing, which would round integers beyond 2^53.
-        done({ status, headers, body: scrubText(text, apiKey!) }, true);
-      },
-      (err: unknown) => {
-        const f = admitted.settle(errorResult(err, admitted.signal, status, upstreamId));
-        chargeIfBilled(f, requestId, trace);
-        done(errorAnswer(f?.failure ?? failure('UPSTREAM_UNAVAILABLE'), requestId, headers), true);
-      },
-    );
-  }
-}
-
-function readCapped(res: IncomingMessage, max: number): Promise<string | null> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    res.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > max) {
-        res.destroy();
-        resolve(null);
-      } else chunks.push(c);
-    });
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', reject);
-    res.on('close', () => reject(Object.assign(new Error('response closed'), { code: 'ECONNRESET' })));
+    return forward(admitted);
   });
 }
 

@@ -1,10 +1,12 @@
 import type { TrustedProxies } from '../domain/trusted-proxies.js';
 
 /**
- * The client address behind proxies (DESIGN §6), one rule for both HTTP layers: the
- * right-most address not in `server.trustedProxies`, walking from the socket's peer leftwards
- * through X-Forwarded-For. Every entry right of that address was appended by a proxy the
- * operator listed, so the client cannot choose it; everything further left it can.
+ * The client address behind proxies (DESIGN §6), one rule for both HTTP planes (the control
+ * plane reads it as `request.clientIp`, never Fastify's `request.ip`) and for the refusals on
+ * the raw socket: the right-most address not in `server.trustedProxies`, walking from the
+ * socket's peer leftwards through X-Forwarded-For. Every entry right of that address was
+ * appended by a proxy the operator listed, so the client cannot choose it; everything further
+ * left it can.
  */
 
 export { trustedProxies, type TrustedProxies } from '../domain/trusted-proxies.js';
@@ -12,9 +14,8 @@ export { trustedProxies, type TrustedProxies } from '../domain/trusted-proxies.j
 /**
  * The client's address. X-Forwarded-For is read only when the peer itself is a trusted
  * proxy; each hop then vouches for the entry left of it. Entries are split on commas and
- * trimmed of spaces and tabs, as Fastify's proxy-addr does, so `request.ip` on Fastify
- * routes (given `trusted.has` as its trustProxy) names the same address. When every hop is
- * trusted, the left-most entry is the client.
+ * trimmed of spaces and tabs, as Fastify's proxy-addr does (a test holds the two equal).
+ * When every hop is trusted, the left-most entry is the client.
  */
 export function clientIp(peer: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): string {
   const socketAddr = peer ?? '';

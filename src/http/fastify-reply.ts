@@ -1,11 +1,21 @@
 import type { FastifyReply } from 'fastify';
 import { errorAnswer, type Answer } from '../domain/answer.js';
 import type { Failure } from '../domain/errors.js';
+import { JSON_CONTENT_TYPE } from './edge.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The error code answered, if any (set by sendAnswer), for the log line and metrics. */
+    errorCode: string | null;
+    /** The client address by the rule of src/http/client-ip.ts (control-plane.ts defines it). */
+    readonly clientIp: string;
+  }
+}
 
 /** Send an Answer, remembering its error code for the log line and metrics. */
 export function sendAnswer(reply: FastifyReply, a: Answer) {
   if (a.errorCode) reply.request.errorCode = a.errorCode;
-  return reply.code(a.status).headers(a.headers).type('application/json; charset=utf-8').send(a.body);
+  return reply.code(a.status).headers(a.headers).type(JSON_CONTENT_TYPE).send(a.body);
 }
 
 export function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {

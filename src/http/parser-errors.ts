@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { errorEnvelope, failure, type Failure } from '../domain/errors.js';
+import { errorAnswer } from '../domain/answer.js';
+import { failure, type Failure } from '../domain/errors.js';
 import { newRequestId } from '../domain/request-id.js';
-import type { ServerDeps } from '../server.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
-import { isV1Path } from './lookups.js';
+import type { ServerDeps } from './deps.js';
+import { isV1Path, JSON_CONTENT_TYPE, keylessRateFields } from './edge.js';
 
 /** Of a refused request's first bytes: its target and X-Forwarded-For, as far as they can be read. */
 export interface RequestHead {
@@ -72,10 +73,10 @@ function refuseInTurn(socket: HttpSocket, own: IncomingMessage | null, answer: (
 
 /** An error answer written straight to a socket that no HTTP layer will answer, then closed. */
 function writeRaw(socket: Socket, f: Failure, requestId: string, rate: Record<string, string>): void {
-  const body = JSON.stringify(errorEnvelope(f, requestId));
-  let fields = `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n`;
-  for (const [name, value] of Object.entries({ ...rate, ...f.headers })) fields += `${name}: ${value}\r\n`;
-  socket.end(`HTTP/1.1 ${f.status} ${f.code}\r\n${fields}Connection: close\r\n\r\n${body}`);
+  const a = errorAnswer(f, requestId, rate);
+  let fields = `Content-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(a.body)}\r\nX-Request-Id: ${requestId}\r\n`;
+  for (const [name, value] of Object.entries(a.headers)) fields += `${name}: ${value}\r\n`;
+  socket.end(`HTTP/1.1 ${f.status} ${f.code}\r\n${fields}Connection: close\r\n\r\n${a.body}`);
 }
 
 /**
@@ -86,7 +87,7 @@ export function connectRefusal(deps: ServerDeps, trusted: TrustedProxies): (req:
   return (req, socket) => {
     const now = deps.clock.now();
     const url = req.url ?? '';
-    const rate = isV1Path(url) ? deps.admission.ipState(clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], trusted), now).headers : {};
+    const rate = isV1Path(url) ? keylessRateFields(deps, clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], trusted), now) : {};
     deps.ops.metrics.observeClientError('METHOD_NOT_ALLOWED');
     const requestId = newRequestId(now);
     // node:http let go of the socket, its error listener included: a reset must not become an uncaught error.
@@ -123,7 +124,7 @@ export function parserErrorHandler(deps: ServerDeps, trusted: TrustedProxies): (
     const now = deps.clock.now();
     const requestId = newRequestId(now);
     const head: RequestHead | null = own ? { target: own.url ?? '', xff: own.headers['x-forwarded-for'] } : requestHead(err.rawPacket);
-    const rate = head && isV1Path(head.target) ? deps.admission.ipState(clientIp(socket.remoteAddress, head.xff, trusted), now).headers : {};
+    const rate = head && isV1Path(head.target) ? keylessRateFields(deps, clientIp(socket.remoteAddress, head.xff, trusted), now) : {};
     refuseInTurn(s, own, () => writeRaw(socket, f, requestId, rate));
   };
 }

@@ -23,7 +23,7 @@ export const CACHE_STATUSES: readonly string[] = ['hit', 'miss', 'refresh', 'sta
 /** What a provider attempt can end with (provider-api-spec.md), `error` being a timeout or connection failure. */
 export const PROVIDER_STATUSES: readonly string[] = ['200', '400', '401', '403', '404', '429', '500', '502', '503', '512', '513', 'error'];
 
-/** The parser-level refusals src/server.ts answers. */
+/** The parser-level refusals src/http/parser-errors.ts answers. */
 export const CLIENT_ERROR_REASONS: readonly string[] = ['headers_too_large', 'request_timeout', 'invalid_parameter'];
 
 export const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half_open', 'open'];

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isV1Path } from '../../src/http/lookups.js';
+import { isV1Path } from '../../src/http/edge.js';
 import { apiRequest, type ApiRequest, type FuzzKeys } from '../helpers/fuzz-requests.js';
 import { rawBatch, type RawBatch } from '../helpers/fuzz-raw.js';
 import { exchange } from '../helpers/raw-http.js';

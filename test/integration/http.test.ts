@@ -184,7 +184,7 @@ describe('every answer in the envelope, with its request id (issue #11 §5)', ()
   });
 });
 
-describe('the drain refusal on Fastify routes', () => {
+describe('the drain refusal on /v1 routes other than the lookups', () => {
   it('a /v1 request answered 503 while draining carries X-Request-Id and the rate fields', async () => {
     const d = await startStack({ config: { server: { shutdownGraceMs: 5_000 } } });
     const port = Number(new URL(d.url).port);

@@ -183,7 +183,7 @@ describe('the client address behind proxies (server.trustedProxies)', () => {
       expect((await p.get('/v1/company?org_id=1', claim('198.51.100.8'))).status).toBe(401);
       // Inventing left-most addresses changes nothing: the third attempt is refused.
       expect((await p.get('/v1/company?org_id=1', claim('198.51.100.9'))).json.error.code).toBe('AUTH_RATE_LIMITED');
-      // The Fastify routes see the same address (here, a /v1 404 showing that limiter's fields).
+      // Every /v1 route sees the same address (here, a /v1 404 showing that limiter's fields).
       expect((await p.get('/v1/nope', claim('192.0.2.1'))).headers['x-ratelimit-remaining']).toBe('0');
       // Another client behind the same proxies is not punished for the first one's failures.
       const other = await p.get('/v1/company?org_id=1', from('203.0.113.2, 10.9.9.9'));

@@ -1,0 +1,87 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type FastifyServerFactory } from 'fastify';
+import { registerAdmin } from '../admin/routes.js';
+import { errorAnswer } from '../domain/answer.js';
+import { failure, type Failure } from '../domain/errors.js';
+import { newRequestId } from '../domain/request-id.js';
+import { endpointLabel } from '../obs/metrics.js';
+import { OPS_PATHS, registerOps } from './ops-routes.js';
+import { logRequest } from '../obs/request-log.js';
+import { clientIp, type TrustedProxies } from './client-ip.js';
+import type { ServerDeps } from './deps.js';
+import { BAD_PATH, DRAINING, earlyRefusal, routeNotFound } from './edge.js';
+import { sendAnswer } from './fastify-reply.js';
+import { parserErrorHandler } from './parser-errors.js';
+
+/**
+ * Everything but /v1, on Fastify: the admin API (JSON bodies, its own token check and error
+ * handling), /healthz, /readyz, /metrics, and 404s elsewhere. Its frame applies the data
+ * plane's edge rules through the same helpers (edge.ts, client-ip.ts, request-log.ts): request
+ * id, client address, drain refusal, early refusal, one log line, the error envelope. None of
+ * its answers carries rate fields: they belong to /v1.
+ */
+export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFactory: FastifyServerFactory): FastifyInstance {
+  const { config, ops } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    // One line per request is written in onResponse, with the gateway's fields.
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => newRequestId(deps.clock.now()),
+    requestIdHeader: false,
+    serverFactory,
+    // Requests arriving while draining get our 503 envelope, not Fastify's.
+    return503OnClosing: false,
+    bodyLimit: 64 * 1024,
+    clientErrorHandler: parserErrorHandler(deps, trusted),
+    // The router refuses a path that is not valid percent-encoding (or an over-long parameter)
+    // before any hook runs, so this answer sets its own id, and is logged and counted here.
+    frameworkErrors: (err, request, reply) => {
+      const f = err.code === 'FST_ERR_BAD_URL' ? BAD_PATH : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? failure('URI_TOO_LONG') : failure('INTERNAL_ERROR');
+      ops.metrics.observeClientError(f.code);
+      logRequest(deps.logger, { reqId: request.id, method: request.method, url: request.url, status: f.status, code: f.code, endpoint: null, trace: null, ms: 0 });
+      if (ops.draining()) reply.header('connection', 'close');
+      return sendAnswer(reply, errorAnswer(f, request.id, { 'x-request-id': request.id }));
+    },
+  });
+  app.decorateRequest('errorCode', null);
+  app.decorateRequest('clientIp', {
+    getter(this: FastifyRequest) {
+      return clientIp(this.raw.socket.remoteAddress, this.headers['x-forwarded-for'], trusted);
+    },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    // A request on a connection opened before the drain is refused (onSend closes the connection).
+    const f = ops.draining() && !OPS_PATHS.has(request.routeOptions.url ?? '') ? DRAINING : earlyRefusal(request.raw, config.server.maxUrlBytes);
+    if (f) return sendAnswer(reply, errorAnswer(f, request.id));
+  });
+
+  app.addHook('onSend', async (_request, reply, payload) => {
+    // In-flight answers finishing during the drain close their connection, so that an idle
+    // keep-alive socket cannot hold the shutdown open until keepAliveTimeout.
+    if (ops.draining()) reply.header('connection', 'close');
+    return payload;
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const endpoint = endpointLabel(null, request.routeOptions.url, request.is404);
+    ops.metrics.observeRequest({ endpoint, status: reply.statusCode, seconds: reply.elapsedTime / 1000, errorCode: request.errorCode });
+    logRequest(deps.logger, { reqId: request.id, method: request.method, url: request.url, status: reply.statusCode, code: request.errorCode, ms: reply.elapsedTime });
+  });
+
+  registerOps(app, ops);
+  registerAdmin(app, deps);
+
+  app.setNotFoundHandler(async (request, reply) => sendAnswer(reply, errorAnswer(routeNotFound(request.method, request.url), request.id)));
+
+  app.setErrorHandler(async (err: Error & { statusCode?: number }, request, reply) => {
+    const status = err.statusCode ?? 500;
+    if (status >= 500) request.log.error({ err, reqId: request.id }, 'unhandled error');
+    // A body Fastify could not read for a route that takes none (the admin API answers its own).
+    const f: Failure = status === 413 ? failure('BODY_NOT_ALLOWED') : status >= 400 && status < 500 ? failure('INVALID_PARAMETER', 'The request could not be processed.') : failure('INTERNAL_ERROR');
+    // The onRequest hook's X-Request-Id survives Fastify's error path; set it again for an error raised before it.
+    return sendAnswer(reply, errorAnswer(f, request.id, { 'x-request-id': request.id }));
+  });
+
+  return app;
+}

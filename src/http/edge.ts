@@ -1,0 +1,78 @@
+import type { IncomingMessage } from 'node:http';
+import { failure, type Failure } from '../domain/errors.js';
+import { pathOf } from '../obs/request-log.js';
+import type { Admission } from '../gateway/admission.js';
+
+/**
+ * The edge rules both HTTP planes apply, each written once: the data plane (all of /v1,
+ * data-plane.ts) and the control plane (Fastify, control-plane.ts) call these, as do the
+ * answers written on the raw socket (parser-errors.ts).
+ */
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/** Whether an answer to this request target is a /v1 answer: the data plane's, with the rate-limit fields. */
+export function isV1Path(url: string): boolean {
+  return url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?');
+}
+
+/** The refusal of a request arriving while the gateway drains (probes excepted: src/http/ops-routes.ts). */
+export const DRAINING: Failure = failure('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry on another instance.');
+
+/** A path that is not valid percent-encoding: refused before any route. */
+export const BAD_PATH: Failure = failure('INVALID_PARAMETER', 'The request path is not valid percent-encoding.');
+
+export function routeNotFound(method: string, url: string): Failure {
+  return failure('ROUTE_NOT_FOUND', `No route for ${method} ${pathOf(url)}.`);
+}
+
+/** Whether the path decodes: `%` followed by two hex digits, the bytes UTF-8 (the router's rule before). */
+export function validPercentEncoding(path: string): boolean {
+  if (!path.includes('%')) return true;
+  try {
+    decodeURI(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The failed-key limiter's fields, which every /v1 answer without a key carries. */
+export function keylessRateFields(deps: { readonly admission: Pick<Admission, 'ipState'> }, ip: string, now: number): Record<string, string> {
+  return deps.admission.ipState(ip, now).headers;
+}
+
+/** A Transfer-Encoding that does not end in chunked: a body running to the end of the connection. */
+function unframed(te: string | undefined): boolean {
+  return te !== undefined && !/(^|,)[ \t]*chunked[ \t]*$/i.test(te);
+}
+
+/** Whether a body follows the request head. */
+export function hasBody(req: IncomingMessage): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Whether node:http parses nothing more on this connection after the request: one asking for
+ * an upgrade (none is offered, and node stops parsing there), or one whose body has no
+ * length. Its answer then says `Connection: close`, so that a client with requests pipelined
+ * behind it learns they were not read instead of waiting for answers that never come.
+ */
+export function readsNoFurther(req: IncomingMessage): boolean {
+  return req.headers.upgrade !== undefined || unframed(req.headers['transfer-encoding']);
+}
+
+/** Refusals that need no route, for both planes: oversize URLs, no Host, bodies on reads. */
+export function earlyRefusal(req: IncomingMessage, maxUrlBytes: number): Failure | null {
+  if (req.url!.length > maxUrlBytes) return failure('URI_TOO_LONG');
+  const headers = req.headers;
+  // RFC 9112 §3.2: a 1.1 request without Host is refused (node's own refusal is a bare 400, so it is off).
+  if (headers.host === undefined && req.httpVersion === '1.1') return failure('INVALID_PARAMETER', 'An HTTP/1.1 request needs a Host header.');
+  // RFC 9112 §6.3: a request body must be framed by Content-Length or chunked.
+  if (unframed(headers['transfer-encoding'])) return failure('INVALID_PARAMETER', 'A request body must be framed by Content-Length or by chunked Transfer-Encoding.', { connection: 'close' });
+  const method = req.method;
+  // The body is refused unread: closing beats reading (and discarding) a body of any size.
+  if ((method === 'GET' || method === 'HEAD') && hasBody(req)) return failure('BODY_NOT_ALLOWED', undefined, { connection: 'close' });
+  return null;
+}

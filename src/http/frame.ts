@@ -1,0 +1,111 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { pipeline, type Readable } from 'node:stream';
+import { errorAnswer, type Answer } from '../domain/answer.js';
+import { failure, type Failure } from '../domain/errors.js';
+import type { LookupTrace } from '../domain/trace.js';
+import { logRequest } from '../obs/request-log.js';
+import type { ServerDeps } from './deps.js';
+import { JSON_CONTENT_TYPE, keylessRateFields } from './edge.js';
+import { TurnWrites } from './turn-writes.js';
+
+/**
+ * How every data-plane answer leaves (src/http/data-plane.ts): written at the end of the
+ * event-loop turn (TurnWrites), with X-Request-Id and Content-Type, `Connection: close` while
+ * draining, then counted in the metrics and written as the one log line. A write that fails
+ * becomes a 500 when nothing was sent yet.
+ *
+ * `endpoint` is the metrics label: a lookup's name, `passthrough` or `unmatched`; the log
+ * line names it too, except `unmatched`. `null` is a request refused before any route,
+ * counted with the parser-level refusals instead.
+ *
+ * Arguments are positional, not a context object: the cache-hit path allocates nothing more.
+ */
+export class Frame {
+  private readonly writes: TurnWrites;
+
+  constructor(private readonly deps: ServerDeps) {
+    this.writes = new TurnWrites((err) => deps.logger.error({ err }, 'unhandled error while writing an answer'));
+  }
+
+  send(req: IncomingMessage, res: ServerResponse, endpoint: string | null, a: Answer, ip: string, requestId: string, trace: LookupTrace | null, t0: number): void {
+    this.writes.defer(() => {
+      // The parser refused the body of this request and answered it on the socket (parser-errors.ts): that answer counted.
+      if (res.socket?.writableEnded) return;
+      try {
+        const headers = a.headers;
+        headers['x-request-id'] = requestId;
+        headers['content-type'] = JSON_CONTENT_TYPE;
+        headers['content-length'] = String(Buffer.byteLength(a.body));
+        // Answers finishing during a drain close their connection, so a keep-alive socket cannot hold the shutdown open.
+        if (this.deps.ops.draining()) headers.connection = 'close';
+        // HEAD: node:http sends the headers (Content-Length included) and drops the body.
+        // writeHead throws on a header value node refuses (say, a provider request id with a control character).
+        res.writeHead(a.status, headers);
+        res.end(a.body);
+      } catch (err) {
+        this.deps.logger.error({ err, reqId: requestId }, 'unhandled error');
+        // Headers already out (the body write failed), or the error answer itself failed: nothing truthful can follow.
+        if (res.headersSent || a.errorCode === 'INTERNAL_ERROR') res.destroy();
+        else this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
+        return;
+      }
+      this.record(req, endpoint, a, requestId, trace, t0);
+    });
+  }
+
+  /** An answer whose body streams (pass-through): metered and logged once the body is out. */
+  stream(req: IncomingMessage, res: ServerResponse, endpoint: string, a: Answer, body: Readable, ip: string, requestId: string, trace: LookupTrace, t0: number): void {
+    this.writes.defer(() => {
+      if (res.socket?.writableEnded) return void body.destroy();
+      try {
+        a.headers['x-request-id'] = requestId;
+        if (this.deps.ops.draining()) a.headers.connection = 'close';
+        res.writeHead(a.status, a.headers);
+      } catch (err) {
+        body.destroy();
+        this.deps.logger.error({ err, reqId: requestId }, 'unhandled error');
+        if (res.headersSent) res.destroy();
+        else this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
+        return;
+      }
+      // A body cut short (the provider or the client hung up) ends the response unfinished.
+      pipeline(body, res, () => this.record(req, endpoint, a, requestId, trace, t0));
+    });
+  }
+
+  /** An error answer without a key: it carries the failed-key limiter's rate fields, like every /v1 answer. */
+  refuse(req: IncomingMessage, res: ServerResponse, endpoint: string | null, f: Failure, ip: string, requestId: string, t0: number, trace: LookupTrace | null = null): void {
+    this.send(req, res, endpoint, errorAnswer(f, requestId, keylessRateFields(this.deps, ip, this.deps.clock.now())), ip, requestId, trace, t0);
+  }
+
+  /** The 500 fallback for a route that threw. */
+  fail(req: IncomingMessage, res: ServerResponse, endpoint: string | null, err: unknown, ip: string, requestId: string, t0: number, trace: LookupTrace | null): void {
+    this.deps.logger.error({ err, reqId: requestId }, 'unhandled error');
+    this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
+  }
+
+  private record(req: IncomingMessage, endpoint: string | null, a: Answer, requestId: string, trace: LookupTrace | null, t0: number): void {
+    const seconds = (performance.now() - t0) / 1000;
+    const { metrics } = this.deps.ops;
+    if (endpoint === null) metrics.observeClientError(a.errorCode!);
+    else {
+      metrics.observeRequest({
+        endpoint,
+        status: a.status,
+        seconds,
+        cache: trace?.cache,
+        collapsed: trace?.collapsed,
+        keyName: trace?.keyName,
+        creditsUsed: trace?.creditsUsed,
+        creditsSaved: trace?.creditsSaved,
+        errorCode: a.errorCode ?? null,
+      });
+    }
+    const logged = endpoint === UNMATCHED ? null : endpoint;
+    logRequest(this.deps.logger, { reqId: requestId, method: req.method!, url: req.url!, status: a.status, code: a.errorCode, endpoint: logged, trace, ms: seconds * 1000 });
+  }
+}
+
+/** The metrics label of a /v1 request no route took. */
+export const UNMATCHED = 'unmatched';

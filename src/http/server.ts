@@ -1,0 +1,45 @@
+import type { FastifyInstance } from 'fastify';
+import { createServer } from 'node:http';
+import { trustedProxies } from './client-ip.js';
+import { controlPlane } from './control-plane.js';
+import { dataPlane } from './data-plane.js';
+import type { ServerDeps } from './deps.js';
+import { isV1Path, readsNoFurther } from './edge.js';
+import { connectRefusal } from './parser-errors.js';
+
+export type { ServerDeps } from './deps.js';
+
+/**
+ * One node:http server, two planes: /v1 (isV1Path) is the data plane's (data-plane.ts), the
+ * rest the control plane's (Fastify, control-plane.ts). The Fastify instance owns the server's
+ * listen and close. No globals: tests build as many as they like.
+ */
+export function buildServer(deps: ServerDeps): FastifyInstance {
+  const { config } = deps;
+  const trusted = trustedProxies(config.server.trustedProxies);
+  const data = dataPlane(deps, trusted);
+  const app = controlPlane(deps, trusted, (fastifyHandler) => {
+    const server = createServer(
+      {
+        maxHeaderSize: config.server.maxHeaderBytes,
+        // Node enforces headersTimeout/requestTimeout only when it sweeps connections (30 s by
+        // default); sweep often enough that the configured slowloris limits actually hold.
+        connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(Math.min(config.server.headersTimeoutMs, config.server.requestTimeoutMs) / 4))),
+        requestTimeout: config.server.requestTimeoutMs,
+        headersTimeout: config.server.headersTimeoutMs,
+        keepAliveTimeout: config.server.keepAliveTimeoutMs,
+        // Node's own refusal of a missing Host is a bare 400; earlyRefusal answers it in the envelope.
+        requireHostHeader: false,
+      },
+      (req, res) => {
+        if (readsNoFurther(req)) res.setHeader('connection', 'close');
+        if (isV1Path(req.url!)) data.handle(req, res);
+        else fastifyHandler(req, res);
+      },
+    );
+    server.on('connect', connectRefusal(deps, trusted));
+    return server;
+  });
+  app.addHook('onClose', async () => data.close());
+  return app;
+}
