@@ -11,7 +11,7 @@ import { passthrough, passthroughAllowed } from '../gateway/passthrough.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
 import type { ServerDeps } from './deps.js';
 import { BAD_PATH, DRAINING, earlyRefusal, hasBody, routeNotFound, validPercentEncoding } from './edge.js';
-import { Frame, UNMATCHED } from './frame.js';
+import { AnswerWriter, UNMATCHED } from './answer-writer.js';
 import { passthroughProxy } from './passthrough-proxy.js';
 
 const BY_PATH: ReadonlyMap<string, EndpointDef> = new Map(ENDPOINTS.map((d) => [d.path, d]));
@@ -56,8 +56,8 @@ export interface DataPlane {
 
 /**
  * All of /v1 on plain node:http: the four lookups, their 405s, pass-through and 404s, in one
- * frame (frame.ts) — request id, client address, drain refusal, early refusal, rate fields on
- * answers without a key, one deferred write, metrics, one log line, the 500 fallback. A cache
+ * frame — request id, client address, drain refusal, early refusal, rate fields on
+ * answers without a key, one deferred write, metrics, one log line, the 500 fallback (answer-writer.ts). A cache
  * hit is the product's hot path, and Fastify's per-request machinery (request/reply objects,
  * hook chains, a child logger, header merging) cost more than the gateway's own work on it
  * (BENCHMARKS.md §1); GET and HEAD on a lookup path take the shortest way through.
@@ -69,13 +69,13 @@ export function dataPlane(deps: ServerDeps, trusted: TrustedProxies): DataPlane 
   const { config, ops, clock } = deps;
   const maxUrl = config.server.maxUrlBytes;
   const patterns = config.passthrough.paths;
-  const frame = new Frame(deps);
+  const writer = new AnswerWriter(deps);
   const proxy = passthroughProxy(config, deps);
 
   /** The refusals before any route's work: while draining, and earlyRefusal()'s. True when one answered. */
   function refusedAtEdge(req: IncomingMessage, res: ServerResponse, endpoint: string, ip: string, requestId: string, t0: number): boolean {
     const f = ops.draining() ? DRAINING : earlyRefusal(req, maxUrl);
-    if (f) frame.refuse(req, res, endpoint, f, ip, requestId, t0);
+    if (f) writer.refuse(req, res, endpoint, f, ip, requestId, t0);
     return f !== null;
   }
 
@@ -86,20 +86,20 @@ export function dataPlane(deps: ServerDeps, trusted: TrustedProxies): DataPlane 
     const trace: LookupTrace = {};
     const inc = { rawQuery: q < 0 ? '' : url.slice(q + 1), authorization: req.headers.authorization, ip, requestId };
     handleLookup(deps, def, inc, trace).then(
-      (answer) => frame.send(req, res, def.name, answer, ip, requestId, trace, t0),
-      (err: unknown) => frame.fail(req, res, def.name, err, ip, requestId, t0, trace),
+      (answer) => writer.send(req, res, def.name, answer, ip, requestId, trace, t0),
+      (err: unknown) => writer.fail(req, res, def.name, err, ip, requestId, t0, trace),
     );
   }
 
   /** Everything on /v1 but GET and HEAD on a lookup path. */
   function elsewhere(req: IncomingMessage, res: ServerResponse, method: string, url: string, path: string, q: number, def: EndpointDef | undefined, ip: string, requestId: string, t0: number): void {
-    if (!validPercentEncoding(path)) return frame.refuse(req, res, null, BAD_PATH, ip, requestId, t0);
+    if (!validPercentEncoding(path)) return writer.refuse(req, res, null, BAD_PATH, ip, requestId, t0);
     const endpoint = def ? def.name : proxy && (method === 'GET' || method === 'HEAD') && passthroughAllowed(path, patterns) ? PASSTHROUGH : UNMATCHED;
     if (refusedAtEdge(req, res, endpoint, ip, requestId, t0)) return;
     if (endpoint === PASSTHROUGH) return forward(req, res, path, q < 0 ? '' : url.slice(q + 1), ip, requestId, t0);
     // RFC 9110 §15.5.6: the lookups exist, for GET and HEAD only.
     const f = def ? failure('METHOD_NOT_ALLOWED', `Method ${method} is not allowed; use GET.`, { allow: 'GET, HEAD' }) : routeNotFound(method, url);
-    afterBody(req, res, () => frame.refuse(req, res, endpoint, f, ip, requestId, t0));
+    afterBody(req, res, () => writer.refuse(req, res, endpoint, f, ip, requestId, t0));
   }
 
   function forward(req: IncomingMessage, res: ServerResponse, path: string, rawQuery: string, ip: string, requestId: string, t0: number): void {
@@ -113,10 +113,10 @@ export function dataPlane(deps: ServerDeps, trusted: TrustedProxies): DataPlane 
       body = a.stream;
       return a;
     }).then(
-      (a) => (body ? frame.stream(req, res, PASSTHROUGH, a, body, ip, requestId, trace, t0) : frame.send(req, res, PASSTHROUGH, withRequestId(a, requestId), ip, requestId, trace, t0)),
+      (a) => (body ? writer.stream(req, res, PASSTHROUGH, a, body, ip, requestId, trace, t0) : writer.send(req, res, PASSTHROUGH, withRequestId(a, requestId), ip, requestId, trace, t0)),
       (err: unknown) => {
         body?.destroy();
-        frame.fail(req, res, PASSTHROUGH, err, ip, requestId, t0, trace);
+        writer.fail(req, res, PASSTHROUGH, err, ip, requestId, t0, trace);
       },
     );
   }
@@ -135,7 +135,7 @@ export function dataPlane(deps: ServerDeps, trusted: TrustedProxies): DataPlane 
         if (def !== undefined && (method === 'GET' || method === 'HEAD')) lookup(req, res, def, url, q, ip, requestId, t0);
         else elsewhere(req, res, method, url, path, q, def, ip, requestId, t0);
       } catch (err) {
-        frame.fail(req, res, def?.name ?? UNMATCHED, err, ip, requestId, t0, null);
+        writer.fail(req, res, def?.name ?? UNMATCHED, err, ip, requestId, t0, null);
       }
     },
     close() {

@@ -21,7 +21,7 @@ import { TurnWrites } from './turn-writes.js';
  *
  * Arguments are positional, not a context object: the cache-hit path allocates nothing more.
  */
-export class Frame {
+export class AnswerWriter {
   private readonly writes: TurnWrites;
 
   constructor(private readonly deps: ServerDeps) {
