@@ -3,7 +3,7 @@ import { creditHeaders, parseBudgets, PROVIDER_SCOPE, type Budget, type BudgetSt
 import type { ApiKey } from '../domain/keys.js';
 import type { LedgerRow } from '../domain/ledger.js';
 import { isPromise, type Credits, type Ledger, type MaybePromise, type RefusingBudget, type ScopeBudgets } from '../store/ports.js';
-import { StorageUnavailable } from '../store/write-gate.js';
+import { isStorageError, StorageUnavailable } from '../store/write-gate.js';
 
 export interface AccountingOptions {
   /** Estimated cost of one provider call per endpoint name (and `passthrough`). */
@@ -13,6 +13,8 @@ export interface AccountingOptions {
   readonly onInvalidBudget?: (keyId: string, err: Error) => void;
   /** A reservation could not be written; the call was refused. */
   readonly onReserveError?: (err: Error) => void;
+  /** Budgets could not be read for an answer's X-Credits-* fields; it went without them. */
+  readonly onReadError?: (err: Error) => void;
 }
 
 /**
@@ -22,6 +24,7 @@ export interface AccountingOptions {
  */
 export class Accounting {
   private readonly parsed = new Map<string, readonly Budget[]>();
+  private readonly limits = new WeakMap<ApiKey, readonly ScopeBudgets[]>();
 
   constructor(
     private readonly credits: Credits,
@@ -55,10 +58,12 @@ export class Accounting {
     } catch (err) {
       return this.unwritable(err);
     }
-    return isPromise(refusing) ? refusing.then((b) => budgetRefusal(b), (err: unknown) => this.unwritable(err)) : budgetRefusal(refusing);
+    return isPromise(refusing) ? refusing.then(budgetRefusal, (err: unknown) => this.unwritable(err)) : budgetRefusal(refusing);
   }
 
+  /** A reservation storage refused: the call is refused (503). Anything else is a bug, and stays one (500). */
   private unwritable(err: unknown): Failure {
+    if (!isStorageError(err)) throw err;
     this.opts.onReserveError?.(err as Error);
     const retry = err instanceof StorageUnavailable ? Math.max(1, Math.ceil(err.retryInMs / 1000)) : 1;
     return failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retry) });
@@ -85,8 +90,18 @@ export class Accounting {
   headers(key: ApiKey, endpoint: string, now: number): MaybePromise<Record<string, string>> {
     if (this.budgetsOf(key).length === 0) return NO_HEADERS;
     const estimate = this.estimate(endpoint);
-    const states = this.credits.states(this.limitsOf(key), now);
-    return isPromise(states) ? states.then(([own, shared]) => creditHeaders(own!, shared!, estimate)) : creditHeaders(states[0]!, states[1]!, estimate);
+    // The answer is decided and its charge recorded: budgets that cannot be read now cost it its X-Credits-* fields, never the answer.
+    const unread = (err: unknown): Record<string, string> => {
+      this.opts.onReadError?.(err as Error);
+      return NO_HEADERS;
+    };
+    let states: MaybePromise<BudgetState[][]>;
+    try {
+      states = this.credits.states(this.limitsOf(key), now);
+    } catch (err) {
+      return unread(err);
+    }
+    return isPromise(states) ? states.then(([own, shared]) => creditHeaders(own!, shared!, estimate), unread) : creditHeaders(states[0]!, states[1]!, estimate);
   }
 
   /** The key's budgets with usage, for the admin API. */
@@ -98,12 +113,21 @@ export class Accounting {
     return first(this.credits.states([{ scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets }], now));
   }
 
-  /** The key's budgets, then the provider's: the order in which a refusal is named. */
-  private limitsOf(key: ApiKey): ScopeBudgets[] {
-    return [
-      { scope: key.id, budgets: this.budgetsOf(key) },
-      { scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets },
-    ];
+  /**
+   * The key's budgets, then the provider's: the order in which a refusal is named. Kept per
+   * key object (the store hands every request of a key the same one), so answers of a key with
+   * a budget allocate nothing for it.
+   */
+  private limitsOf(key: ApiKey): readonly ScopeBudgets[] {
+    let l = this.limits.get(key);
+    if (!l) {
+      l = [
+        { scope: key.id, budgets: this.budgetsOf(key) },
+        { scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets },
+      ];
+      this.limits.set(key, l);
+    }
+    return l;
   }
 
   private budgetsOf(key: ApiKey): readonly Budget[] {

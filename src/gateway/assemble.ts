@@ -4,7 +4,7 @@ import type { Budget } from '../domain/credits.js';
 import { parseRatePolicies } from '../domain/rate-limit.js';
 import type { Logger } from '../obs/logger.js';
 import type { StorageBackend } from '../store/ports.js';
-import { mainWriteErrorLogger, StorageUnavailable } from '../store/write-gate.js';
+import { StorageUnavailable } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission, type AddressCounters } from './admission.js';
 import { Fetcher, type Provider } from './fetcher.js';
@@ -35,10 +35,14 @@ export function assembleGateway(stores: Pick<StorageBackend, 'keys' | 'rates' | 
     estimates: config.credits.estimates,
     providerBudgets: providerBudgets(config),
     onInvalidBudget: (keyId, err) => logger.warn({ keyId, err: err.message }, 'stored credit budget unreadable; key refused provider calls'),
-    onReserveError: mainWriteErrorLogger(logger),
+    onReadError: (err) => logger.warn({ err }, 'credit budgets could not be read; answer sent without X-Credits-* fields'),
+    onReserveError: (err) =>
+      err instanceof StorageUnavailable
+        ? logger.debug({ code: err.code }, 'credit reservation skipped while storage cannot be written; provider call refused')
+        : logger.error({ err }, 'credit reservation could not be written; provider call refused (503 STORAGE_UNAVAILABLE)'),
   });
   const fetcher = new Fetcher(deps.provider, stores.cache, deps.clock, (err) => {
-    if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in the cache; served anyway');
+    if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');
   });
   return { admission, accounting, fetcher };
 }

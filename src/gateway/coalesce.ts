@@ -27,9 +27,14 @@ export function satisfies(call: Freshness, need: Freshness): boolean {
   }
 }
 
-/** What a follower of a refused leader receives: no answer; it decides again for itself. */
-export const RELEASED: unique symbol = Symbol('released');
-export type Released = typeof RELEASED;
+/**
+ * What the followers of a refused leader receive instead of an answer: the refusal, so that
+ * those it applies to as well (whose key it names, or every request, for the provider-wide
+ * budget or storage) answer it at once, and the others decide again for themselves.
+ */
+export class Released<R = unknown> {
+  constructor(readonly reason: R) {}
+}
 
 interface Flight<T> {
   readonly freshness: Freshness;
@@ -41,8 +46,8 @@ interface Flight<T> {
 export interface Lead<T> {
   /** Make the call; every follower receives its result (or its error). */
   run(call: () => Promise<T>): Promise<T>;
-  /** No call will be made (the leader was refused): followers receive RELEASED and decide again. */
-  release(): void;
+  /** No call will be made (the leader was refused for `reason`): followers receive it as Released. */
+  release(reason: unknown): void;
 }
 
 export type Entered<T> = { readonly leader: true; readonly lead: Lead<T> } | { readonly leader: false; readonly result: Promise<T | Released> };
@@ -58,6 +63,8 @@ export type Entered<T> = { readonly leader: true; readonly lead: Lead<T> } | { r
  */
 export class Coalescer<T> {
   private readonly flights = new Map<string, Array<Flight<T>>>();
+  /** Flights ended so far (any key): a request that read the cache before a flight ended reads it again before leading. */
+  private ended = 0;
 
   enter(key: string, freshness: Freshness): Entered<T> {
     const existing = this.flights.get(key)?.find((f) => satisfies(f.freshness, freshness));
@@ -79,6 +86,7 @@ export class Coalescer<T> {
       const l = this.flights.get(key)!;
       l.splice(l.indexOf(flight), 1);
       if (l.length === 0) this.flights.delete(key);
+      this.ended++;
       flight.settle(outcome);
     };
     return {
@@ -94,9 +102,14 @@ export class Coalescer<T> {
             throw error;
           }
         },
-        release: () => end({ value: RELEASED }),
+        release: (reason) => end({ value: new Released(reason) }),
       },
     };
+  }
+
+  /** How many flights have ended: unchanged between two reads, no answer was stored by a flight in between. */
+  endedCount(): number {
+    return this.ended;
   }
 
   inFlight(): number {

@@ -63,6 +63,11 @@ export class Fetcher {
     return this.flights.inFlight();
   }
 
+  /** Calls ended so far: a miss read across an await compares it to decide whether to read the cache again. */
+  callsEnded(): number {
+    return this.flights.endedCount();
+  }
+
   private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, requestId: string): Promise<FetchResult> {
     const outcome = await this.provider.call({ path: req.endpoint.path, query: upstreamQuery(req, fwd.strategy, fwd.maxage), requestId });
     const now = this.clock.now();

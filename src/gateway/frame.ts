@@ -54,8 +54,12 @@ export async function framed(
     // A bug after the reservation may come after the provider call: charge the estimate, unsettled.
     const reserved = deps.accounting.reservedFor(inc.requestId);
     if (reserved !== null) {
-      const settled = deps.accounting.settle(ledgerRow(frame, trace, { status: 500, code: 'INTERNAL_ERROR', credits: reserved, unsettled: true }));
-      if (isPromise(settled)) await settled;
+      try {
+        const settled = deps.accounting.settle(ledgerRow(frame, trace, { status: 500, code: 'INTERNAL_ERROR', credits: reserved, unsettled: true }));
+        if (isPromise(settled)) await settled;
+      } catch {
+        // The ledger keeps and retries what it cannot write; the error worth reporting is the stage's.
+      }
     }
     throw err;
   }

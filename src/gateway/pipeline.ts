@@ -33,12 +33,14 @@ export function handleLookup(deps: LookupDeps, def: EndpointDef, inc: Incoming, 
     if (denied) return errorAnswer(denied, inc.requestId);
     // 7. Resolve from the cache by strategy: a servable entry is answered here, free.
     const ck = cacheKeyFor(key, cacheKey(req));
-    let entry = deps.cache.get(ck);
-    if (isPromise(entry)) entry = await entry;
+    const readAt = deps.fetcher.callsEnded();
+    const got = deps.cache.get(ck);
+    const awaited = isPromise(got);
+    const entry = awaited ? await got : got;
     const decision = decide({ endpoint: def.name, strategy: req.strategy, maxage: req.maxage }, entry, now, deps.cacheConfig);
     if (decision.action === 'hit') return answerHit(deps, entry!, def.name, inc.requestId, trace, now);
     // 8. Reserve credits, 9. coalesce or call the provider, 10. store and answer.
-    return forwardToProvider(deps, { def, key, req, cacheKey: ck, entry, decision, requestId: inc.requestId, now }, trace);
+    return forwardToProvider(deps, { def, key, req, cacheKey: ck, entry, decision, requestId: inc.requestId, now, readAt: awaited ? readAt : null }, trace);
   });
 }
 

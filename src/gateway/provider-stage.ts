@@ -1,16 +1,16 @@
 import type { Answer } from '../domain/answer.js';
 import { errorAnswer } from '../domain/answer.js';
 import type { CacheEntry } from '../domain/cache-entry.js';
-import { staleEligible, type Decision } from '../domain/cache-policy.js';
+import { decide, staleEligible, type Decision } from '../domain/cache-policy.js';
 import type { EndpointDef } from '../domain/endpoints.js';
-import type { Failure } from '../domain/errors.js';
+import { failure, type Failure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
 import type { LookupRequest } from '../domain/params.js';
 import type { LookupTrace } from '../domain/trace.js';
 import { isPromise } from '../store/ports.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
-import { entryTtlMs } from './cache-stage.js';
-import { RELEASED } from './coalesce.js';
+import { answerHit, entryTtlMs } from './cache-stage.js';
+import { Released } from './coalesce.js';
 import type { FetchResult } from './fetcher.js';
 import { chargeReservation } from './frame.js';
 import type { LookupDeps } from './lookup-deps.js';
@@ -26,6 +26,20 @@ export interface Miss {
   readonly decision: Extract<Decision, { action: 'forward' }>;
   readonly requestId: string;
   readonly now: number;
+  /** Fetcher.callsEnded() before the cache was read, when that read awaited; null when it did not. */
+  readonly readAt: number | null;
+}
+
+/**
+ * Why a leader let its flight go without a call: refused its reservation (its followers for
+ * whom the refusal holds too answer it; the others decide again), or the cache answered.
+ */
+type Release = { readonly refusal: Failure; readonly keyId: string } | typeof STORED;
+const STORED = 'stored';
+
+/** A refusal holds for every request when it is the provider's budget or storage; a key's budget, for that key's. */
+function holdsFor(r: { readonly refusal: Failure; readonly keyId: string }, key: ApiKey): boolean {
+  return r.refusal.code !== 'CREDIT_LIMIT_EXCEEDED' || r.keyId === key.id;
 }
 
 /**
@@ -34,8 +48,9 @@ export interface Miss {
  *
  * Lead or follow is decided first, synchronously (Fetcher.enter), before the reservation —
  * which may await a shared store — so that concurrent identical misses join one call instead
- * of each reserving and calling. Only the leader reserves (a follower pays nothing); a leader
- * refused its reservation releases its followers, who enter again and decide for themselves.
+ * of each reserving and calling. Only the leader reserves (a follower pays nothing). A leader
+ * refused its reservation releases its followers with the refusal: those it holds for answer
+ * it at once, the others (other keys, with budgets of their own) decide again.
  */
 export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: LookupTrace): Promise<Answer> {
   const { decision, requestId } = miss;
@@ -43,26 +58,48 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
   trace.cache = decision.reason === 'uri-miss' ? 'MISS' : decision.reason === 'stale' ? 'REFRESH' : 'BYPASS';
   trace.creditsUsed = 0;
   const freshness = { strategy: decision.strategy, maxage: decision.maxage };
-  for (;;) {
+  let readAt = miss.readAt;
+  let reread = false;
+  for (let round = 0; ; round++) {
     const entered = deps.fetcher.enter(miss.cacheKey, freshness);
     if (!entered.leader) {
       const result = await entered.result;
-      if (result === RELEASED) continue;
-      return answerFetched(deps, miss, result, false, trace);
+      if (!(result instanceof Released)) return answerFetched(deps, miss, result, false, trace);
+      const why = result.reason as Release;
+      if (why !== STORED && holdsFor(why, miss.key)) return refusedAnswer(deps, miss, why.refusal, trace);
+      // STORED: the leader found the answer in the cache; so will this request, leading now.
+      reread = why === STORED;
+      continue;
     }
+    const { lead } = entered;
     let refused: Failure | null;
     try {
-      const r = deps.accounting.reserve(requestId, miss.key, miss.def.name, miss.now, miss.req.identity);
+      // The cache was read across an await, and a call ended since: it may have stored this very
+      // answer. Read once more, now that identical misses follow this request.
+      if (reread || (readAt !== null && deps.fetcher.callsEnded() !== readAt)) {
+        readAt = null;
+        reread = false;
+        let entry = deps.cache.get(miss.cacheKey);
+        if (isPromise(entry)) entry = await entry;
+        const now = deps.clock.now();
+        if (decide({ endpoint: miss.def.name, strategy: miss.req.strategy, maxage: miss.req.maxage }, entry, now, deps.cacheConfig).action === 'hit') {
+          lead.release(STORED);
+          return answerHit(deps, entry!, miss.def.name, requestId, trace, now);
+        }
+      }
+      // After a release the request has waited: its reservation is dated now, not when it arrived.
+      const at = round === 0 ? miss.now : deps.clock.now();
+      const r = deps.accounting.reserve(requestId, miss.key, miss.def.name, at, miss.req.identity);
       refused = isPromise(r) ? await r : r;
     } catch (err) {
-      entered.lead.release();
+      lead.release({ refusal: failure('INTERNAL_ERROR'), keyId: miss.key.id });
       throw err;
     }
     if (refused) {
-      entered.lead.release();
+      lead.release({ refusal: refused, keyId: miss.key.id });
       return refusedAnswer(deps, miss, refused, trace);
     }
-    const result = await deps.fetcher.call(entered.lead, miss.req, miss.cacheKey, freshness, requestId);
+    const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, requestId);
     return answerFetched(deps, miss, result, true, trace);
   }
 }

@@ -8,6 +8,7 @@ import { logRequest } from '../obs/request-log.js';
 import type { ServerDeps } from './deps.js';
 import { JSON_CONTENT_TYPE, keylessRateFields } from './edge.js';
 import { TurnWrites } from './turn-writes.js';
+import { endedByParserRefusal } from './parser-errors.js';
 
 /**
  * How every data-plane answer leaves (src/http/data-plane.ts): written at the end of the
@@ -30,8 +31,14 @@ export class AnswerWriter {
 
   send(req: IncomingMessage, res: ServerResponse, endpoint: string | null, a: Answer, ip: string, requestId: string, trace: LookupTrace | null, t0: number): void {
     this.writes.defer(() => {
-      // The parser refused the body of this request and answered it on the socket (parser-errors.ts): that answer counted.
-      if (res.socket?.writableEnded) return;
+      const socket = res.socket;
+      if (socket?.writableEnded) {
+        // Ended under this answer: nothing can follow on the connection (a write, or a destroy,
+        // could cost the bytes the ending wrote). The parser's refusal of this request's body
+        // was its answer, counted there; any other ending leaves the answer decided but undelivered.
+        if (!endedByParserRefusal.has(socket)) this.record(req, endpoint, a, requestId, trace, t0);
+        return;
+      }
       try {
         const headers = a.headers;
         headers['x-request-id'] = requestId;
@@ -57,7 +64,12 @@ export class AnswerWriter {
   /** An answer whose body streams (pass-through): metered and logged once the body is out. */
   stream(req: IncomingMessage, res: ServerResponse, endpoint: string, a: Answer, body: Readable, ip: string, requestId: string, trace: LookupTrace, t0: number): void {
     this.writes.defer(() => {
-      if (res.socket?.writableEnded) return void body.destroy();
+      const socket = res.socket;
+      if (socket?.writableEnded) {
+        body.destroy();
+        if (!endedByParserRefusal.has(socket)) this.record(req, endpoint, a, requestId, trace, t0);
+        return;
+      }
       try {
         a.headers['x-request-id'] = requestId;
         if (this.deps.ops.draining()) a.headers.connection = 'close';

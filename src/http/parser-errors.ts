@@ -72,6 +72,13 @@ function refuseInTurn(socket: HttpSocket, own: IncomingMessage | null, answer: (
 }
 
 /** An error answer written straight to a socket that no HTTP layer will answer, then closed. */
+/**
+ * Connections the parser's refusal ended: the route still answering a request on one of them
+ * (its body was the refused bytes) writes nothing, meters nothing and logs nothing — the
+ * refusal written here was that request's answer, counted once, here.
+ */
+export const endedByParserRefusal = new WeakSet<Socket>();
+
 function writeRaw(socket: Socket, f: Failure, requestId: string, rate: Record<string, string>): void {
   const a = errorAnswer(f, requestId, rate);
   let fields = `Content-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(a.body)}\r\nX-Request-Id: ${requestId}\r\n`;
@@ -125,6 +132,7 @@ export function parserErrorHandler(deps: ServerDeps, trusted: TrustedProxies): (
     const requestId = newRequestId(now);
     const head: RequestHead | null = own ? { target: own.url ?? '', xff: own.headers['x-forwarded-for'] } : requestHead(err.rawPacket);
     const rate = head && isV1Path(head.target) ? keylessRateFields(deps, clientIp(socket.remoteAddress, head.xff, trusted), now) : {};
+    if (own) endedByParserRefusal.add(socket);
     refuseInTurn(s, own, () => writeRaw(socket, f, requestId, rate));
   };
 }

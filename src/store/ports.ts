@@ -13,6 +13,10 @@ import type { PolicyCount, RatePolicy } from '../domain/rate-limit.js';
  * promises. Callers handle both (see `settle` below): nothing above this file may assume a
  * call returns before the next one starts.
  *
+ * Every call of a backend that awaits is bounded in time by the backend itself (a statement or
+ * command timeout): the pipeline waits for it with requests following, so a call that never
+ * answers would hold them all.
+ *
  * A storage failure surfaces as a thrown error (a rejected promise): StorageUnavailable
  * (write-gate.ts) when the backend is refusing writes for a while, the driver's own error
  * otherwise. Refusals that are decisions (a budget exhausted, a rate limit reached) are values.

@@ -13,7 +13,7 @@ interface Usage {
  * Credit usage per scope (a key, or the provider) and UTC period, plus the reservations of
  * requests whose provider call is in flight.
  *
- * Usage rows are written only inside the ledger's transaction (see LedgerStore.record), so
+ * Usage rows are written only inside the ledger's transaction (see LedgerWriter.writeSettled), so
  * the ledger and the budgets can never disagree. Every scope is tracked for every period,
  * whatever its budget says today, so that a budget changed mid-period counts what was
  * already spent.

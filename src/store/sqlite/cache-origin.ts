@@ -4,7 +4,7 @@ import type { DB } from './db.js';
  * Which upstream a cache.db's entries came from. An answer is only true of the provider that
  * gave it: the simulator's synthetic profiles must never be served as the real provider's,
  * nor a staging provider's as production's. The server records its upstream in the file and,
- * at startup, refuses a file recorded for another one (app.ts moves it aside).
+ * at startup, refuses a file recorded for another one (openServingCacheDb in cache-file.ts moves it aside).
  */
 
 /** Scheme, host, port and path prefix: what decides which provider answers. No credentials. */
