@@ -16,6 +16,7 @@ import { configSummary } from './obs/config-summary.js';
 import type { UpstreamSettings } from './upstream/types.js';
 import { PROVIDER_SCOPE } from './domain/credits.js';
 import { openBackend, type SqliteBackend } from './store/open.js';
+import { WindowCounters } from './store/window-counters.js';
 import type { StorageBackend } from './store/ports.js';
 
 // The benchmarks fill the databases of a build through its dist/app.js.
@@ -77,8 +78,9 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const { keys, cacheStore: cache } = backend;
   const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
-  // Failed-authentication counters are this process's own (admission.ts): the embedded backend's rate windows keep them in memory.
-  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses: backend.rates });
+  // Failed-authentication counters are this process's own, in memory, whatever the backend (admission.ts).
+  const addresses = new WindowCounters(clock);
+  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses });
   const costs: EmbeddedCosts = {
     ledger: backend.ledger,
     limits: backend.rates,
@@ -150,6 +152,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
         draining = true;
         clearInterval(maintenance);
         backend.stopHousekeeping();
+        addresses.close();
         await drainHttp(server, config.server.shutdownGraceMs, logger);
         await upstream.close({ abortInFlight: true });
         // Handlers of calls cut just now settle (and record their charges) before the final
