@@ -167,3 +167,18 @@ export function lookup(h: Harness, secret: string, profile: string, i: number) {
   const inc = { rawQuery: `url=${encodeURIComponent(url)}`, authorization: `Bearer ${secret}`, ip: '10.0.0.1', requestId: `req_held${String(i).padStart(22, '0')}` };
   return handleLookup(h.deps, PROFILE, inc, {});
 }
+
+/**
+ * A harness whose reservations are held back (heldReservations), with a key whose whole
+ * budget a first lookup has spent: its next reservation is refused.
+ */
+export async function withSpentKey(): Promise<{ h: Harness; held: ReturnType<typeof heldReservations>; broke: { secret: string; key: { id: string } } }> {
+  let held!: ReturnType<typeof heldReservations>;
+  const h = harness(null, (b) => (held = heldReservations(b)).wrap);
+  const broke = h.keys.create({ name: 'broke', credits: `${ESTIMATE}/day` });
+  held.release();
+  const first = await lookup(h, broke.secret, 'dave', 0);
+  if (first.status !== 200) throw new Error(`the lookup spending the budget answered ${first.status}`);
+  held.hold();
+  return { h, held, broke };
+}

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { PROVIDER_SCOPE, parseBudgets } from '../../src/domain/credits.js';
 import type { LookupTrace } from '../../src/domain/trace.js';
 import { handleLookup } from '../../src/gateway/pipeline.js';
-import { BUDGET, CONFIG, ESTIMATE, harness, heldReservations, lookup, PROFILE, turns } from '../helpers/pipeline-harness.js';
+import { BUDGET, CONFIG, ESTIMATE, harness, heldReservations, lookup, PROFILE, turns, withSpentKey } from '../helpers/pipeline-harness.js';
 
 /*
  * The pipeline when store calls await (as a shared backend's do): real SQLite stores behind
@@ -106,13 +106,8 @@ describe('lead or follow is decided before the reservation awaits', () => {
   });
 
   it('a leader refused its reservation releases its followers, who decide for themselves', async () => {
-    let held!: ReturnType<typeof heldReservations>;
-    const h = harness(null, (b) => (held = heldReservations(b)).wrap);
+    const { h, held, broke } = await withSpentKey();
     try {
-      const broke = h.keys.create({ name: 'broke', credits: `${ESTIMATE}/day` });
-      held.release();
-      expect((await lookup(h, broke.secret, 'dave', 0)).status).toBe(200); // spends the whole budget
-      held.hold();
       const leader = lookup(h, broke.secret, 'erin', 1);
       await turns();
       const follower = lookup(h, h.secrets.free, 'erin', 2);

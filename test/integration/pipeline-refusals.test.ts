@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PROVIDER_SCOPE } from '../../src/domain/credits.js';
 import type { BudgetStore } from '../../src/store/sqlite/budgets.js';
-import { ESTIMATE, harness, heldReservations, lookup, turns } from '../helpers/pipeline-harness.js';
+import { ESTIMATE, harness, heldReservations, lookup, turns, withSpentKey } from '../helpers/pipeline-harness.js';
 
 /*
  * What a leader's refusal does to the requests that followed it, and what the pipeline does
@@ -9,13 +9,8 @@ import { ESTIMATE, harness, heldReservations, lookup, turns } from '../helpers/p
  */
 describe('followers of a refused leader', () => {
   it('of the same key answer the refusal at once: no reservation of their own', async () => {
-    let held!: ReturnType<typeof heldReservations>;
-    const h = harness(null, (b) => (held = heldReservations(b)).wrap);
+    const { h, held, broke } = await withSpentKey();
     try {
-      const broke = h.keys.create({ name: 'broke', credits: `${ESTIMATE}/day` });
-      held.release();
-      expect((await lookup(h, broke.secret, 'dave', 0)).status).toBe(200); // spends the whole budget
-      held.hold();
       const answers = [1, 2, 3].map((i) => lookup(h, broke.secret, 'erin', i));
       await turns();
       expect(held.waiting()).toBe(2); // dave's, then the leader's for erin
