@@ -5,7 +5,8 @@
  *   domain/          pure rules and types, no I/O
  *   config.ts        the configuration, validated once (its schema: config-schema.ts)
  *   store/ports.ts   storage interfaces (+ store/*.ts helpers every backend shares)
- *   store/sqlite/    the embedded backend; store/open.ts picks a backend from the configuration
+ *   store/sqlite/    the embedded backend; store/postgres/ the shared one (being built);
+ *                    store/open.ts picks a backend from the configuration
  *   upstream/        the provider client
  *   gateway/         the pipeline, typed against the ports
  *   http/ admin/ obs/ cli/ app.ts cli.ts   the edges
@@ -49,7 +50,7 @@ module.exports = {
       severity: 'error',
       comment: 'Outside store/, a backend is reached through store/open.ts and the ports, so a second backend is one branch in open.ts.',
       from: { path: '^src/', pathNot: ['^src/store/'] },
-      to: { path: '^src/store/sqlite/' },
+      to: { path: '^src/store/(sqlite|postgres)/' },
     },
     {
       name: 'no-sqlite-driver-outside-its-backend',
@@ -57,6 +58,13 @@ module.exports = {
       comment: 'better-sqlite3 is the embedded backend\'s business alone.',
       from: { path: '^src/', pathNot: ['^src/store/sqlite/'] },
       to: { path: 'better-sqlite3' },
+    },
+    {
+      name: 'no-postgres-driver-outside-its-backend',
+      severity: 'error',
+      comment: 'node-postgres is the shared backend\'s business alone (store/postgres/).',
+      from: { path: '^src/', pathNot: ['^src/store/postgres/'] },
+      to: { path: 'node_modules/pg/' },
     },
     {
       name: 'pipeline-knows-no-http-framework',

@@ -5,6 +5,11 @@ import { validateConfig } from '../../src/config.js';
 import { FakeClock, type Clock } from '../../src/domain/clock.js';
 import { openBackend } from '../../src/store/open.js';
 import type { StorageBackend } from '../../src/store/ports.js';
+import type { Pool } from 'pg';
+import { PgKeys, PgLastUsed } from '../../src/store/postgres/keys.js';
+import { openPool } from '../../src/store/postgres/pool.js';
+import { migrate } from '../../src/store/postgres/schema.js';
+import { freshDatabase } from '../helpers/postgres.js';
 
 /*
  * The backends every contract suite (test/contract/*.contract.ts) runs against. A new backend
@@ -63,7 +68,42 @@ const sqliteAnsweringLater: BackendFactory = {
   open: async (opts) => later(await sqlite.open(opts)),
 };
 
-export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater];
+/**
+ * The shared backend (PostgreSQL; issue #13) as far as it is built: its keys. Its handle
+ * carries only the ports built so far, and it runs only their suites.
+ */
+const postgres: BackendFactory = {
+  name: 'postgres',
+  suites: ['keys'],
+  async open(opts = {}) {
+    const db = await freshDatabase();
+    const clock = opts.clock ?? new FakeClock();
+    const pools = new Set<Pool>();
+    const handle = async (): Promise<Handle> => {
+      const pool = openPool(db.url);
+      pools.add(pool);
+      await migrate(pool);
+      const backend = { kind: 'postgres', keys: new PgKeys(pool, clock), lastUsed: new PgLastUsed(pool) } as Partial<StorageBackend> as StorageBackend;
+      const end = async () => {
+        if (pools.delete(pool)) await pool.end();
+      };
+      return {
+        backend,
+        clock,
+        peer: handle,
+        crash: end,
+        cleanup: async () => {
+          for (const p of [...pools]) await p.end();
+          pools.clear();
+          await db.drop();
+        },
+      };
+    };
+    return handle();
+  },
+};
+
+export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater, postgres];
 
 /** Per port, the methods whose answer is a MaybePromise (the others answer at once by contract). */
 const MAYBE_LATER: Record<string, readonly string[]> = {

@@ -1,0 +1,167 @@
+import type { Pool } from 'pg';
+import type { Clock } from '../../domain/clock.js';
+import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
+import type { Keys, LastUsed } from '../ports.js';
+
+interface Row {
+  id: string;
+  name: string;
+  owner: string | null;
+  prefix: string;
+  secret_hash: string;
+  created_at: string;
+  updated_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  rate: string | null;
+  credits: string | null;
+  endpoints: string[] | null;
+  strategies: string[] | null;
+  cache_isolated: boolean;
+  prev_expires_at: string | null;
+}
+
+const COLUMNS = 'id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, revoked_at, last_used_at, rate, credits, endpoints, strategies, cache_isolated, prev_expires_at';
+
+/**
+ * API keys in PostgreSQL, shared by every replica. Every call reads the table: a change made
+ * anywhere is seen by the next request everywhere. (Remembering found keys in memory, dropped
+ * on a change notification, is the next step for the hit path.)
+ */
+export class PgKeys implements Keys {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+  ) {}
+
+  async findBySecret(secret: string): Promise<FoundKey | null> {
+    const hash = hashSecret(secret);
+    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM api_keys WHERE secret_hash = $1 OR prev_secret_hash = $1`, [hash]);
+    const row = r.rows[0];
+    return row ? { key: toKey(row), previous: row.secret_hash !== hash } : null;
+  }
+
+  async get(id: string): Promise<ApiKey | null> {
+    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1`, [id]);
+    return r.rows[0] ? toKey(r.rows[0]) : null;
+  }
+
+  async list(): Promise<ApiKey[]> {
+    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM api_keys ORDER BY created_at, id`);
+    return r.rows.map(toKey);
+  }
+
+  async create(input: NewKey): Promise<{ key: ApiKey; secret: string }> {
+    const secret = newSecret();
+    const now = this.clock.now();
+    const r = await this.pool.query<Row>(
+      `INSERT INTO api_keys (id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, rate, credits, endpoints, strategies, cache_isolated)
+       VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
+      [
+        newKeyId(),
+        input.name,
+        input.owner ?? null,
+        secret.slice(0, PREFIX_CHARS),
+        hashSecret(secret),
+        now,
+        input.expiresAt ?? null,
+        input.rate ?? null,
+        input.credits ?? null,
+        list(input.endpoints ?? null),
+        list(input.strategies ?? null),
+        input.cacheIsolated ?? false,
+      ],
+    );
+    return { key: toKey(r.rows[0]!), secret };
+  }
+
+  async update(id: string, patch: KeyPatch): Promise<ApiKey | null> {
+    const k = await this.get(id);
+    if (!k) return null;
+    const pick = <T>(v: T | undefined, cur: T): T => (v === undefined ? cur : v);
+    const r = await this.pool.query<Row>(
+      `UPDATE api_keys SET name = $2, owner = $3, expires_at = $4, rate = $5, credits = $6, endpoints = $7, strategies = $8, cache_isolated = $9, updated_at = $10
+       WHERE id = $1 RETURNING ${COLUMNS}`,
+      [
+        id,
+        pick(patch.name, k.name),
+        pick(patch.owner, k.owner),
+        pick(patch.expiresAt, k.expiresAt),
+        pick(patch.rate, k.rate),
+        pick(patch.credits, k.credits),
+        list(pick(patch.endpoints, k.endpoints)),
+        list(pick(patch.strategies, k.strategies)),
+        pick(patch.cacheIsolated, k.cacheIsolated),
+        this.clock.now(),
+      ],
+    );
+    return r.rows[0] ? toKey(r.rows[0]) : null;
+  }
+
+  async rotate(id: string, overlapMs: number): Promise<{ key: ApiKey; secret: string } | null> {
+    const secret = newSecret();
+    const now = this.clock.now();
+    const r = await this.pool.query<Row>(
+      `UPDATE api_keys SET prev_secret_hash = secret_hash, prev_expires_at = $2, secret_hash = $3, prefix = $4, updated_at = $5
+       WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`,
+      [id, now + overlapMs, hashSecret(secret), secret.slice(0, PREFIX_CHARS), now],
+    );
+    return r.rows[0] ? { key: toKey(r.rows[0]), secret } : null;
+  }
+
+  async revoke(id: string): Promise<boolean> {
+    const now = this.clock.now();
+    const r = await this.pool.query('UPDATE api_keys SET revoked_at = $2, updated_at = $2 WHERE id = $1 AND revoked_at IS NULL', [id, now]);
+    return (r.rowCount ?? 0) > 0;
+  }
+}
+
+/** Last-used times noted per request, written in one statement per batch. */
+export class PgLastUsed implements LastUsed {
+  private pending = new Map<string, number>();
+
+  constructor(private readonly pool: Pool) {}
+
+  touch(keyId: string, at: number): void {
+    this.pending.set(keyId, at);
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      await this.pool.query('UPDATE api_keys k SET last_used_at = t.at FROM unnest($1::text[], $2::bigint[]) AS t(id, at) WHERE k.id = t.id', [
+        [...batch.keys()],
+        [...batch.values()],
+      ]);
+    } catch (err) {
+      for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
+      throw err;
+    }
+  }
+}
+
+const list = (v: readonly string[] | null): string | null => (v ? JSON.stringify(v) : null);
+const num = (v: string | null): number | null => (v === null ? null : Number(v));
+
+function toKey(r: Row): ApiKey {
+  return {
+    id: r.id,
+    name: r.name,
+    owner: r.owner,
+    prefix: r.prefix,
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+    expiresAt: num(r.expires_at),
+    revokedAt: num(r.revoked_at),
+    lastUsedAt: num(r.last_used_at),
+    rate: r.rate,
+    credits: r.credits,
+    endpoints: r.endpoints,
+    strategies: r.strategies,
+    cacheIsolated: r.cache_isolated,
+    previousExpiresAt: num(r.prev_expires_at),
+  };
+}

@@ -1,0 +1,19 @@
+import pg from 'pg';
+
+/**
+ * A connection pool to the shared database. Every statement is bounded in time (the ports
+ * require it: requests wait on these calls, with others following them), and so is waiting
+ * for a connection.
+ */
+export function openPool(url: string, opts: { max?: number; statementTimeoutMs?: number } = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    connectionTimeoutMillis: 5_000,
+    statement_timeout: opts.statementTimeoutMs ?? 5_000,
+    application_name: 'tollgate',
+  });
+  // An idle client whose connection drops emits here; the next query gets a new one.
+  pool.on('error', () => {});
+  return pool;
+}

@@ -1,0 +1,59 @@
+import type { Pool, PoolClient } from 'pg';
+
+/*
+ * The shared backend's schema, in PostgreSQL. Migrations run in one transaction under an
+ * advisory lock, so that many replicas starting together apply each exactly once.
+ */
+
+/** Any constant of Tollgate's own: the advisory lock every migrating process takes. */
+const MIGRATION_LOCK = 0x544c4754;
+
+const MIGRATIONS: readonly string[] = [
+  // 1: API keys (secrets as SHA-256 hashes only, as in the embedded backend).
+  `CREATE TABLE api_keys (
+     id               text PRIMARY KEY,
+     name             text NOT NULL,
+     owner            text,
+     prefix           text NOT NULL,
+     secret_hash      text NOT NULL UNIQUE,
+     prev_secret_hash text UNIQUE,
+     prev_expires_at  bigint,
+     created_at       bigint NOT NULL,
+     updated_at       bigint NOT NULL,
+     expires_at       bigint,
+     revoked_at       bigint,
+     last_used_at     bigint,
+     rate             text,
+     credits          text,
+     endpoints        jsonb,
+     strategies       jsonb,
+     cache_isolated   boolean NOT NULL DEFAULT false
+   )`,
+];
+
+/** Bring the schema up to date; returns the version it was at. Safe to run from many processes at once. */
+export async function migrate(pool: Pool): Promise<{ from: number; to: number }> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await client.query('CREATE TABLE IF NOT EXISTS tollgate_schema (version integer NOT NULL)');
+    const from = await version(client);
+    if (from > MIGRATIONS.length) throw new Error(`the database's schema (version ${from}) is newer than this build's (${MIGRATIONS.length}); upgrade Tollgate`);
+    for (let v = from; v < MIGRATIONS.length; v++) await client.query(MIGRATIONS[v]!);
+    await client.query('DELETE FROM tollgate_schema');
+    await client.query('INSERT INTO tollgate_schema (version) VALUES ($1)', [MIGRATIONS.length]);
+    await client.query('COMMIT');
+    return { from, to: MIGRATIONS.length };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+async function version(client: PoolClient): Promise<number> {
+  const r = await client.query<{ version: number }>('SELECT version FROM tollgate_schema');
+  return r.rows[0]?.version ?? 0;
+}
