@@ -5,7 +5,7 @@
  *   domain/          pure rules and types, no I/O
  *   config.ts        the configuration, validated once (its schema: config-schema.ts)
  *   store/ports.ts   storage interfaces (+ store/*.ts helpers every backend shares)
- *   store/sqlite/    the embedded backend; store/postgres/ the shared one (being built);
+ *   store/sqlite/    the embedded backend; store/postgres/ + store/redis/ the shared one (being built);
  *                    store/open.ts picks a backend from the configuration
  *   upstream/        the provider client
  *   gateway/         the pipeline, typed against the ports
@@ -50,7 +50,7 @@ module.exports = {
       severity: 'error',
       comment: 'Outside store/, a backend is reached through store/open.ts and the ports, so a second backend is one branch in open.ts.',
       from: { path: '^src/', pathNot: ['^src/store/'] },
-      to: { path: '^src/store/(sqlite|postgres)/' },
+      to: { path: '^src/store/(sqlite|postgres|redis)/' },
     },
     {
       name: 'no-sqlite-driver-outside-its-backend',
@@ -65,6 +65,13 @@ module.exports = {
       comment: 'node-postgres is the shared backend\'s business alone (store/postgres/).',
       from: { path: '^src/', pathNot: ['^src/store/postgres/'] },
       to: { path: 'node_modules/pg/' },
+    },
+    {
+      name: 'no-redis-driver-outside-its-backend',
+      severity: 'error',
+      comment: 'node-redis is the shared backend\'s business alone (store/redis/).',
+      from: { path: '^src/', pathNot: ['^src/store/redis/'] },
+      to: { path: ['node_modules/redis/', 'node_modules/@redis/'] },
     },
     {
       name: 'pipeline-knows-no-http-framework',

@@ -10,6 +10,9 @@ import { PgKeys, PgLastUsed } from '../../src/store/postgres/keys.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { migrate } from '../../src/store/postgres/schema.js';
 import { freshDatabase } from '../helpers/postgres.js';
+import type { RedisClientType } from 'redis';
+import { RedisRateCounters } from '../../src/store/redis/rate-counters.js';
+import { freshPrefix, redisClient } from '../helpers/redis.js';
 
 /*
  * The backends every contract suite (test/contract/*.contract.ts) runs against. A new backend
@@ -103,7 +106,37 @@ const postgres: BackendFactory = {
   },
 };
 
-export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater, postgres];
+/** The shared backend's Redis part (issue #13) as far as it is built: the rate counters. */
+const redis: BackendFactory = {
+  name: 'redis',
+  suites: ['rates'],
+  async open(opts = {}) {
+    const keys = freshPrefix();
+    const clock = opts.clock ?? new FakeClock();
+    const clients = new Set<RedisClientType>();
+    const handle = async (): Promise<Handle> => {
+      const client = await redisClient();
+      clients.add(client);
+      const backend = { kind: 'redis', rates: new RedisRateCounters(client, keys.prefix) } as Partial<StorageBackend> as StorageBackend;
+      return {
+        backend,
+        clock,
+        peer: handle,
+        crash: async () => {
+          if (clients.delete(client)) client.destroy();
+        },
+        cleanup: async () => {
+          for (const c of clients) c.destroy();
+          clients.clear();
+          await keys.drop();
+        },
+      };
+    };
+    return handle();
+  },
+};
+
+export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater, postgres, redis];
 
 /** Per port, the methods whose answer is a MaybePromise (the others answer at once by contract). */
 const MAYBE_LATER: Record<string, readonly string[]> = {
