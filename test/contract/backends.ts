@@ -6,7 +6,9 @@ import { FakeClock, type Clock } from '../../src/domain/clock.js';
 import { openBackend } from '../../src/store/open.js';
 import type { StorageBackend } from '../../src/store/ports.js';
 import type { Pool } from 'pg';
+import { PgCredits } from '../../src/store/postgres/credits.js';
 import { PgKeys, PgLastUsed } from '../../src/store/postgres/keys.js';
+import { PgLedger } from '../../src/store/postgres/ledger.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { migrate } from '../../src/store/postgres/schema.js';
 import { freshDatabase } from '../helpers/postgres.js';
@@ -72,12 +74,12 @@ const sqliteAnsweringLater: BackendFactory = {
 };
 
 /**
- * The shared backend (PostgreSQL; issue #13) as far as it is built: its keys. Its handle
+ * The shared backend (PostgreSQL; issue #13) as far as it is built: keys, credits, the ledger. Its handle
  * carries only the ports built so far, and it runs only their suites.
  */
 const postgres: BackendFactory = {
   name: 'postgres',
-  suites: ['keys'],
+  suites: ['keys', 'credits', 'ledger'],
   async open(opts = {}) {
     const db = await freshDatabase();
     const clock = opts.clock ?? new FakeClock();
@@ -86,7 +88,9 @@ const postgres: BackendFactory = {
       const pool = openPool(db.url);
       pools.add(pool);
       await migrate(pool);
-      const backend = { kind: 'postgres', keys: new PgKeys(pool, clock), lastUsed: new PgLastUsed(pool) } as Partial<StorageBackend> as StorageBackend;
+      const credits = new PgCredits(pool);
+      const ledger = new PgLedger(pool, credits);
+      const backend = { kind: 'postgres', keys: new PgKeys(pool, clock), lastUsed: new PgLastUsed(pool), credits, ledger } as Partial<StorageBackend> as StorageBackend;
       const end = async () => {
         if (pools.delete(pool)) await pool.end();
       };

@@ -29,6 +29,40 @@ const MIGRATIONS: readonly string[] = [
      strategies       jsonb,
      cache_isolated   boolean NOT NULL DEFAULT false
    )`,
+  // 2: credits per scope and UTC period, reservations of calls in flight, the ledger.
+  `CREATE TABLE credit_usage (
+     scope  text NOT NULL,
+     period text NOT NULL,
+     start  bigint NOT NULL,
+     used   bigint NOT NULL,
+     PRIMARY KEY (scope, period, start)
+   );
+   CREATE TABLE reservations (
+     request_id text PRIMARY KEY,
+     ts         bigint NOT NULL,
+     key_id     text NOT NULL,
+     endpoint   text NOT NULL,
+     identity   text,
+     estimate   bigint NOT NULL,
+     scopes     text[] NOT NULL
+   );
+   CREATE TABLE ledger (
+     request_id          text PRIMARY KEY,
+     ts                  bigint NOT NULL,
+     key_id              text NOT NULL,
+     endpoint            text NOT NULL,
+     identity            text,
+     cache               text,
+     status              integer NOT NULL,
+     code                text,
+     credits             bigint NOT NULL,
+     credits_saved       bigint NOT NULL,
+     upstream_ms         double precision,
+     total_ms            double precision,
+     upstream_request_id text,
+     unsettled           boolean NOT NULL DEFAULT false
+   );
+   CREATE INDEX ledger_ts ON ledger (ts)`,
 ];
 
 /** Bring the schema up to date; returns the version it was at. Safe to run from many processes at once. */
