@@ -30,3 +30,22 @@ export interface CacheStats {
   hitRatio: number | null;
   byEndpoint: Record<string, { entries: number; bytes: number }>;
 }
+
+/** Entries and bytes stored for one endpoint, and a named counter (hits, misses): what stats are made of. */
+export type EndpointTotals = { endpoint: string; n: number; b: number };
+export type Counter = { name: string; value: number };
+
+/** The cache's statistics from its per-endpoint totals and its counters. */
+export function statsOf(rows: readonly EndpointTotals[], counters: readonly Counter[]): CacheStats {
+  const c = Object.fromEntries(counters.map((r) => [r.name, r.value]));
+  const hits = c.hits ?? 0;
+  const misses = c.misses ?? 0;
+  return {
+    entries: rows.reduce((a, r) => a + r.n, 0),
+    bytes: rows.reduce((a, r) => a + r.b, 0),
+    hits,
+    misses,
+    hitRatio: hits + misses > 0 ? hits / (hits + misses) : null,
+    byEndpoint: Object.fromEntries(rows.map((r) => [r.endpoint, { entries: r.n, bytes: r.b }])),
+  };
+}

@@ -6,6 +6,7 @@ import { FakeClock, type Clock } from '../../src/domain/clock.js';
 import { openBackend } from '../../src/store/open.js';
 import type { StorageBackend } from '../../src/store/ports.js';
 import type { Pool } from 'pg';
+import { PgResponseCache } from '../../src/store/postgres/cache.js';
 import { PgCredits } from '../../src/store/postgres/credits.js';
 import { PgKeys, PgLastUsed } from '../../src/store/postgres/keys.js';
 import { PgLedger } from '../../src/store/postgres/ledger.js';
@@ -74,12 +75,12 @@ const sqliteAnsweringLater: BackendFactory = {
 };
 
 /**
- * The shared backend (PostgreSQL; issue #13) as far as it is built: keys, credits, the ledger. Its handle
+ * The shared backend (PostgreSQL; issue #13) as far as it is built: keys, credits, the ledger, the cache. Its handle
  * carries only the ports built so far, and it runs only their suites.
  */
 const postgres: BackendFactory = {
   name: 'postgres',
-  suites: ['keys', 'credits', 'ledger'],
+  suites: ['keys', 'credits', 'ledger', 'cache'],
   async open(opts = {}) {
     const db = await freshDatabase();
     const clock = opts.clock ?? new FakeClock();
@@ -90,7 +91,8 @@ const postgres: BackendFactory = {
       await migrate(pool);
       const credits = new PgCredits(pool);
       const ledger = new PgLedger(pool, credits);
-      const backend = { kind: 'postgres', keys: new PgKeys(pool, clock), lastUsed: new PgLastUsed(pool), credits, ledger } as Partial<StorageBackend> as StorageBackend;
+      const cache = await PgResponseCache.open(pool);
+      const backend = { kind: 'postgres', keys: new PgKeys(pool, clock), lastUsed: new PgLastUsed(pool), credits, ledger, cache } as Partial<StorageBackend> as StorageBackend;
       const end = async () => {
         if (pools.delete(pool)) await pool.end();
       };

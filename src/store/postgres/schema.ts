@@ -63,6 +63,28 @@ const MIGRATIONS: readonly string[] = [
      unsettled           boolean NOT NULL DEFAULT false
    );
    CREATE INDEX ledger_ts ON ledger (ts)`,
+  // 3: the response cache, addressed by cache key; its totals and hit counters.
+  `CREATE TABLE cache_entries (
+     key           text PRIMARY KEY,
+     endpoint      text NOT NULL,
+     identity      text NOT NULL,
+     status        integer NOT NULL,
+     data          text,
+     meta          text,
+     error_code    text,
+     error_message text,
+     stored_at     bigint NOT NULL,
+     fresh_as_of   bigint,
+     credits       bigint NOT NULL,
+     size          bigint NOT NULL,
+     last_access   bigint NOT NULL,
+     hits          bigint NOT NULL DEFAULT 0
+   );
+   CREATE INDEX cache_entries_death ON cache_entries (endpoint, status, stored_at);
+   CREATE INDEX cache_entries_identity ON cache_entries (identity, endpoint);
+   CREATE INDEX cache_entries_lru ON cache_entries (last_access);
+   CREATE TABLE cache_counters (name text PRIMARY KEY, value bigint NOT NULL);
+   INSERT INTO cache_counters (name, value) VALUES ('bytes', 0), ('entries', 0), ('hits', 0), ('misses', 0)`,
 ];
 
 /** Bring the schema up to date; returns the version it was at. Safe to run from many processes at once. */

@@ -1,0 +1,230 @@
+import type { Pool, PoolClient } from 'pg';
+import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEntry } from '../../domain/cache-entry.js';
+import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
+import type { PurgeFilter } from '../../domain/purge-filter.js';
+import type { ResponseCache } from '../ports.js';
+
+interface Row {
+  key: string;
+  endpoint: string;
+  identity: string;
+  status: number;
+  data: string | null;
+  meta: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  stored_at: string;
+  fresh_as_of: string | null;
+  credits: string;
+  size: string;
+}
+
+const COLUMNS = 'key, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size';
+const EVICT_BATCH = 500;
+
+/** Bytes of the stored text plus a fixed allowance for the row's other columns and index entries (as the embedded cache counts). */
+function sizeOf(e: NewEntry): number {
+  const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
+  return text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
+}
+
+/**
+ * The response cache in PostgreSQL, shared by every replica: an answer stored through one is
+ * found by all. Hits are counted in memory and written by flush(); the byte and entry totals
+ * live in a counters row moved in each writing transaction, mirrored here as last written.
+ * (A per-replica in-memory tier, invalidated by change notifications, is the next step.)
+ */
+export class PgResponseCache implements ResponseCache {
+  private bytes = 0;
+  private entries = 0;
+  private misses = 0;
+  private readonly hits = new Map<string, { n: number; at: number }>();
+
+  private constructor(private readonly pool: Pool) {}
+
+  static async open(pool: Pool): Promise<PgResponseCache> {
+    const c = new PgResponseCache(pool);
+    const r = await pool.query<{ name: string; value: string }>("SELECT name, value FROM cache_counters WHERE name IN ('bytes', 'entries')");
+    for (const x of r.rows) if (x.name === 'bytes') c.bytes = Number(x.value);
+    else c.entries = Number(x.value);
+    return c;
+  }
+
+  async get(key: string): Promise<CacheEntry | null> {
+    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM cache_entries WHERE key = $1`, [key]);
+    return r.rows[0] ? toEntry(r.rows[0]) : null;
+  }
+
+  async put(e: NewEntry): Promise<void> {
+    const size = sizeOf(e);
+    await this.write(async (c) => {
+      const old = await c.query<{ size: string }>('SELECT size FROM cache_entries WHERE key = $1 FOR UPDATE', [e.key]);
+      await c.query(
+        `INSERT INTO cache_entries (${COLUMNS}, last_access) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $9)
+         ON CONFLICT (key) DO UPDATE SET endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
+           meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message, stored_at = excluded.stored_at,
+           fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0`,
+        [e.key, e.endpoint, e.identity, e.status, e.data, e.meta, e.errorCode, e.errorMessage, e.storedAt, e.freshAsOf, e.credits, size],
+      );
+      const was = old.rows[0] ? Number(old.rows[0].size) : null;
+      await this.moveTotals(c, size - (was ?? 0), was === null ? 1 : 0);
+    });
+  }
+
+  recordHit(e: CacheEntry, at: number): void {
+    const h = this.hits.get(e.key);
+    if (h) {
+      h.n++;
+      h.at = Math.max(h.at, at);
+    } else this.hits.set(e.key, { n: 1, at });
+  }
+
+  recordMiss(): void {
+    this.misses++;
+  }
+
+  async flush(): Promise<void> {
+    if (this.hits.size === 0 && this.misses === 0) return;
+    const hits = [...this.hits];
+    const misses = this.misses;
+    this.hits.clear();
+    this.misses = 0;
+    const total = hits.reduce((a, [, h]) => a + h.n, 0);
+    try {
+      await this.write(async (c) => {
+        await c.query(
+          'UPDATE cache_entries e SET hits = e.hits + t.n, last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at) WHERE e.key = t.key',
+          [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at)],
+        );
+        await c.query("UPDATE cache_counters SET value = value + CASE name WHEN 'hits' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('hits', 'misses')", [total, misses]);
+      });
+    } catch (err) {
+      for (const [k, h] of hits) this.recordHitCount(k, h);
+      this.misses += misses;
+      throw err;
+    }
+  }
+
+  async purge(filter: PurgeFilter): Promise<number> {
+    const where = filter.all
+      ? { sql: 'TRUE', params: [] as string[] }
+      : filter.identity && filter.endpoint
+        ? { sql: 'identity = $1 AND endpoint = $2', params: [filter.identity, filter.endpoint] }
+        : filter.identity
+          ? { sql: 'identity = $1', params: [filter.identity] }
+          : filter.endpoint
+            ? { sql: 'endpoint = $1', params: [filter.endpoint] }
+            : null;
+    if (!where) return 0;
+    return this.deleteWhere(where.sql, where.params);
+  }
+
+  async readStats(): Promise<CacheStats> {
+    await this.flush();
+    const rows = await this.pool.query<{ endpoint: string; n: string; b: string }>('SELECT endpoint, COUNT(*) AS n, COALESCE(SUM(size), 0) AS b FROM cache_entries GROUP BY endpoint');
+    const counters = await this.pool.query<{ name: string; value: string }>("SELECT name, value FROM cache_counters WHERE name IN ('hits', 'misses')");
+    return statsOf(
+      rows.rows.map((r) => ({ endpoint: r.endpoint, n: Number(r.n), b: Number(r.b) })),
+      counters.rows.map((r) => ({ name: r.name, value: Number(r.value) })),
+    );
+  }
+
+  async maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): Promise<number> {
+    await this.flush();
+    let removed = 0;
+    for (const endpoint of ENDPOINT_NAMES) {
+      for (const status of STORED_STATUSES) {
+        removed += await this.deleteWhere('endpoint = $1 AND status = $2 AND stored_at < $3', [endpoint, status, deadBefore(endpoint, status)]);
+      }
+    }
+    if (this.bytes > maxBytes) {
+      // Least recently used first (stored or hit), down to 90% of the bound.
+      const target = maxBytes * 0.9;
+      while (this.bytes > target) {
+        const lru = await this.pool.query<{ key: string; size: string }>('SELECT key, size FROM cache_entries ORDER BY last_access, key LIMIT $1', [EVICT_BATCH]);
+        if (lru.rows.length === 0) break;
+        const keys: string[] = [];
+        let bytes = this.bytes;
+        for (const r of lru.rows) {
+          if (bytes <= target) break;
+          keys.push(r.key);
+          bytes -= Number(r.size);
+        }
+        removed += await this.deleteWhere('key = ANY ($1)', [keys]);
+      }
+    }
+    return removed;
+  }
+
+  totalBytes(): number {
+    return this.bytes;
+  }
+
+  entryCount(): number {
+    return this.entries;
+  }
+
+  /** No in-memory tier yet: every get reads the database. */
+  memoryUsage(): { entries: number; bytes: number; maxBytes: number } {
+    return { entries: 0, bytes: 0, maxBytes: 0 };
+  }
+
+  private recordHitCount(key: string, h: { n: number; at: number }): void {
+    const cur = this.hits.get(key);
+    if (cur) {
+      cur.n += h.n;
+      cur.at = Math.max(cur.at, h.at);
+    } else this.hits.set(key, h);
+  }
+
+  private async deleteWhere(where: string, params: unknown[]): Promise<number> {
+    let n = 0;
+    await this.write(async (c) => {
+      const r = await c.query<{ size: string }>(`DELETE FROM cache_entries WHERE ${where} RETURNING size`, params);
+      n = r.rows.length;
+      if (n > 0) await this.moveTotals(c, -r.rows.reduce((a, x) => a + Number(x.size), 0), -n);
+    });
+    return n;
+  }
+
+  /** Inside a writing transaction: move the stored totals and mirror them as written. */
+  private async moveTotals(c: PoolClient, bytes: number, entries: number): Promise<void> {
+    const r = await c.query<{ name: string; value: string }>(
+      "UPDATE cache_counters SET value = value + CASE name WHEN 'bytes' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('bytes', 'entries') RETURNING name, value",
+      [bytes, entries],
+    );
+    for (const x of r.rows) if (x.name === 'bytes') this.bytes = Number(x.value);
+    else this.entries = Number(x.value);
+  }
+
+  private async write(fn: (c: PoolClient) => Promise<void>): Promise<void> {
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      await fn(c);
+      await c.query('COMMIT');
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+}
+
+function toEntry(r: Row): CacheEntry {
+  return {
+    key: r.key,
+    endpoint: r.endpoint,
+    identity: r.identity,
+    status: r.status,
+    data: r.data,
+    meta: r.meta,
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    storedAt: Number(r.stored_at),
+    freshAsOf: r.fresh_as_of === null ? null : Number(r.fresh_as_of),
+    credits: Number(r.credits),
+    size: Number(r.size),
+  };
+}
