@@ -7,6 +7,7 @@ import { openBackend } from '../../src/store/open.js';
 import type { StorageBackend } from '../../src/store/ports.js';
 import type { Pool } from 'pg';
 import { PgResponseCache } from '../../src/store/postgres/cache.js';
+import { PgChangeFeed } from '../../src/store/postgres/change-feed.js';
 import { PgCredits } from '../../src/store/postgres/credits.js';
 import { PgKeys, PgLastUsed } from '../../src/store/postgres/keys.js';
 import { PgLedger } from '../../src/store/postgres/ledger.js';
@@ -75,16 +76,18 @@ const sqliteAnsweringLater: BackendFactory = {
 };
 
 /**
- * The shared backend (PostgreSQL; issue #13) as far as it is built: keys, credits, the ledger, the cache. Its handle
+ * The shared backend (PostgreSQL; issue #13) as far as it is built: keys, credits, the ledger,
+ * the cache and the change feed. Its handle
  * carries only the ports built so far, and it runs only their suites.
  */
 const postgres: BackendFactory = {
   name: 'postgres',
-  suites: ['keys', 'credits', 'ledger', 'cache'],
+  suites: ['keys', 'credits', 'ledger', 'cache', 'changes'],
   async open(opts = {}) {
     const db = await freshDatabase();
     const clock = opts.clock ?? new FakeClock();
     const pools = new Set<Pool>();
+    const feeds = new Set<PgChangeFeed>();
     const handle = async (): Promise<Handle> => {
       const pool = openPool(db.url);
       pools.add(pool);
@@ -92,8 +95,11 @@ const postgres: BackendFactory = {
       const credits = new PgCredits(pool);
       const ledger = new PgLedger(pool, credits);
       const cache = await PgResponseCache.open(pool);
-      const backend = { kind: 'postgres', keys: new PgKeys(pool, clock), lastUsed: new PgLastUsed(pool), credits, ledger, cache } as Partial<StorageBackend> as StorageBackend;
+      const changes = await PgChangeFeed.open(db.url);
+      feeds.add(changes);
+      const backend = { kind: 'postgres', keys: new PgKeys(pool, clock), lastUsed: new PgLastUsed(pool), credits, ledger, cache, changes } as Partial<StorageBackend> as StorageBackend;
       const end = async () => {
+        if (feeds.delete(changes)) await changes.close();
         if (pools.delete(pool)) await pool.end();
       };
       return {
@@ -102,6 +108,8 @@ const postgres: BackendFactory = {
         peer: handle,
         crash: end,
         cleanup: async () => {
+          for (const f of [...feeds]) await f.close();
+          feeds.clear();
           for (const p of [...pools]) await p.end();
           pools.clear();
           await db.drop();

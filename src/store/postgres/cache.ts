@@ -3,6 +3,7 @@ import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEnt
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
+import { NOTIFY_SQL } from './change-feed.js';
 
 interface Row {
   key: string;
@@ -97,7 +98,7 @@ export class PgResponseCache implements ResponseCache {
           [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at)],
         );
         await c.query("UPDATE cache_counters SET value = value + CASE name WHEN 'hits' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('hits', 'misses')", [total, misses]);
-      });
+      }, false);
     } catch (err) {
       for (const [k, h] of hits) this.recordHitCount(k, h);
       this.misses += misses;
@@ -197,11 +198,13 @@ export class PgResponseCache implements ResponseCache {
     else this.entries = Number(x.value);
   }
 
-  private async write(fn: (c: PoolClient) => Promise<void>): Promise<void> {
+  /** One transaction; one that changed entries tells every replica (PgChangeFeed), one that only counted hits does not. */
+  private async write(fn: (c: PoolClient) => Promise<void>, changesEntries = true): Promise<void> {
     const c = await this.pool.connect();
     try {
       await c.query('BEGIN');
       await fn(c);
+      if (changesEntries) await c.query(NOTIFY_SQL, ['cache']);
       await c.query('COMMIT');
     } catch (err) {
       await c.query('ROLLBACK').catch(() => {});

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import type { Clock } from '../../domain/clock.js';
 import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
 import type { Keys, LastUsed } from '../ports.js';
+import { NOTIFY_SQL } from './change-feed.js';
 
 interface Row {
   id: string;
@@ -73,6 +74,7 @@ export class PgKeys implements Keys {
         input.cacheIsolated ?? false,
       ],
     );
+    await this.changed();
     return { key: toKey(r.rows[0]!), secret };
   }
 
@@ -96,6 +98,7 @@ export class PgKeys implements Keys {
         this.clock.now(),
       ],
     );
+    await this.changed();
     return r.rows[0] ? toKey(r.rows[0]) : null;
   }
 
@@ -107,13 +110,20 @@ export class PgKeys implements Keys {
        WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`,
       [id, now + overlapMs, hashSecret(secret), secret.slice(0, PREFIX_CHARS), now],
     );
+    if (r.rows[0]) await this.changed();
     return r.rows[0] ? { key: toKey(r.rows[0]), secret } : null;
   }
 
   async revoke(id: string): Promise<boolean> {
     const now = this.clock.now();
     const r = await this.pool.query('UPDATE api_keys SET revoked_at = $2, updated_at = $2 WHERE id = $1 AND revoked_at IS NULL', [id, now]);
+    if ((r.rowCount ?? 0) > 0) await this.changed();
     return (r.rowCount ?? 0) > 0;
+  }
+
+  /** Every replica drops what it remembers of keys (PgChangeFeed). */
+  private async changed(): Promise<void> {
+    await this.pool.query(NOTIFY_SQL, ['keys']);
   }
 }
 
