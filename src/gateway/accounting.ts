@@ -90,19 +90,23 @@ export class Accounting {
   headers(key: ApiKey, endpoint: string, now: number): MaybePromise<Record<string, string>> {
     if (this.budgetsOf(key).length === 0) return NO_HEADERS;
     const estimate = this.estimate(endpoint);
-    // The answer is decided and its charge recorded: budgets that cannot be read now cost it its X-Credits-* fields, never the answer.
-    const unread = (err: unknown): Record<string, string> => {
-      this.opts.onReadError?.(err as Error);
-      return NO_HEADERS;
-    };
     let states: MaybePromise<BudgetState[][]>;
     try {
       states = this.credits.states(this.limitsOf(key), now);
     } catch (err) {
-      return unread(err);
+      return this.unread(err);
     }
-    return isPromise(states) ? states.then(([own, shared]) => creditHeaders(own!, shared!, estimate), unread) : creditHeaders(states[0]!, states[1]!, estimate);
+    return isPromise(states) ? states.then(([own, shared]) => creditHeaders(own!, shared!, estimate), this.unread) : creditHeaders(states[0]!, states[1]!, estimate);
   }
+
+  /**
+   * The answer is decided and its charge recorded: budgets that cannot be read now cost it its
+   * X-Credits-* fields, never the answer. One function for every answer (no closure per call).
+   */
+  private readonly unread = (err: unknown): Record<string, string> => {
+    this.opts.onReadError?.(err as Error);
+    return NO_HEADERS;
+  };
 
   /** The key's budgets with usage, for the admin API. */
   keyStates(key: ApiKey, now: number): MaybePromise<BudgetState[]> {

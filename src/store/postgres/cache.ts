@@ -4,6 +4,7 @@ import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
 import { NOTIFY_SQL } from './change-feed.js';
+import { inTransaction } from './pool.js';
 
 interface Row {
   key: string;
@@ -200,18 +201,10 @@ export class PgResponseCache implements ResponseCache {
 
   /** One transaction; one that changed entries tells every replica (PgChangeFeed), one that only counted hits does not. */
   private async write(fn: (c: PoolClient) => Promise<void>, changesEntries = true): Promise<void> {
-    const c = await this.pool.connect();
-    try {
-      await c.query('BEGIN');
+    await inTransaction(this.pool, async (c) => {
       await fn(c);
       if (changesEntries) await c.query(NOTIFY_SQL, ['cache']);
-      await c.query('COMMIT');
-    } catch (err) {
-      await c.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      c.release();
-    }
+    });
   }
 }
 

@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { budgetState, PERIODS, periodStart, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
 import type { Reservation } from '../../domain/ledger.js';
 import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
+import { inTransaction } from './pool.js';
 
 type Queryable = Pool | PoolClient;
 
@@ -34,9 +35,7 @@ export class PgCredits implements Credits {
   }
 
   async tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): Promise<RefusingBudget | null> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    const refused = await inTransaction(this.pool, async (client) => {
       // In one order whatever the caller's, so that two reservations never wait on each other.
       for (const scope of [...new Set(limits.map((l) => l.scope))].sort()) {
         await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [SCOPE_LOCK, scope]);
@@ -44,24 +43,17 @@ export class PgCredits implements Credits {
       const states = await statesIn(client, limits, r.ts);
       for (let i = 0; i < limits.length; i++) {
         const state = refusingBudget(states[i]!, r.estimate);
-        if (state) {
-          await client.query('ROLLBACK');
-          return { scope: limits[i]!.scope, state };
-        }
+        // Nothing written: the transaction's end only lets the locks go.
+        if (state) return { scope: limits[i]!.scope, state };
       }
       await client.query(
         'INSERT INTO reservations (request_id, ts, key_id, endpoint, identity, estimate, scopes) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (request_id) DO UPDATE SET estimate = excluded.estimate, scopes = excluded.scopes',
         [r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate, limits.map((l) => l.scope)],
       );
-      await client.query('COMMIT');
-      this.mine.set(r.requestId, r.estimate);
       return null;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
+    if (!refused) this.mine.set(r.requestId, r.estimate);
+    return refused;
   }
 
   reservedFor(requestId: string): number | null {

@@ -3,6 +3,7 @@ import { PROVIDER_SCOPE } from '../../domain/credits.js';
 import type { LedgerRow, UsageGroup, UsageRow } from '../../domain/ledger.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn, type PgCredits } from './credits.js';
+import { inTransaction } from './pool.js';
 
 const COLUMNS = 'request_id, ts, key_id, endpoint, identity, cache, status, code, credits, credits_saved, upstream_ms, total_ms, upstream_request_id, unsettled';
 
@@ -22,6 +23,11 @@ const values = (r: LedgerRow): unknown[] => [
   r.upstreamRequestId,
   r.unsettled ?? false,
 ];
+
+/** Column types, in COLUMNS' order, for the batch insert's arrays. */
+const TYPES = ['text', 'bigint', 'text', 'text', 'text', 'text', 'integer', 'text', 'bigint', 'bigint', 'float8', 'float8', 'text', 'boolean'];
+const INSERT_ONE = `INSERT INTO ledger (${COLUMNS}) VALUES (${TYPES.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (request_id) DO NOTHING`;
+const INSERT_MANY = `INSERT INTO ledger (${COLUMNS}) SELECT * FROM unnest(${TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) ON CONFLICT (request_id) DO NOTHING`;
 
 const GROUP: Record<UsageGroup, { id: string; name: string }> = {
   key: { id: 'l.key_id', name: 'COALESCE(k.name, l.key_id)' },
@@ -68,13 +74,9 @@ export class PgLedger implements Ledger {
     const rows = this.pending;
     this.pending = [];
     try {
-      const cols = COLUMNS.split(', ');
-      const params = cols.map((_, i) => rows.map((r) => values(r)[i]));
-      const types = ['text', 'bigint', 'text', 'text', 'text', 'text', 'integer', 'text', 'bigint', 'bigint', 'float8', 'float8', 'text', 'boolean'];
-      await this.pool.query(
-        `INSERT INTO ledger (${COLUMNS}) SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) ON CONFLICT (request_id) DO NOTHING`,
-        params,
-      );
+      // One array per column, each row's values made once.
+      const rowValues = rows.map(values);
+      await this.pool.query(INSERT_MANY, TYPES.map((_, i) => rowValues.map((v) => v[i])));
     } catch (err) {
       this.pending = rows.concat(this.pending);
       throw err;
@@ -147,19 +149,11 @@ export class PgLedger implements Ledger {
 
   /** The row, its charge and the end of its reservation: one transaction. */
   private async writeSettled(row: LedgerRow): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const inserted = await client.query(`INSERT INTO ledger (${COLUMNS}) VALUES (${COLUMNS.split(', ').map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (request_id) DO NOTHING`, values(row));
+    await inTransaction(this.pool, async (client) => {
+      const inserted = await client.query(INSERT_ONE, values(row));
       if ((inserted.rowCount ?? 0) > 0 && row.credits > 0) await chargeIn(client, [row.keyId, PROVIDER_SCOPE], row.credits, row.ts);
       await client.query('DELETE FROM reservations WHERE request_id = $1', [row.requestId]);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
     this.credits.forget(row.requestId);
   }
 }

@@ -17,3 +17,19 @@ export function openPool(url: string, opts: { max?: number; statementTimeoutMs?:
   pool.on('error', () => {});
   return pool;
 }
+
+/** `fn` in one transaction on one connection: committed when it returns, rolled back when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import { inTransaction } from './pool.js';
 
 /*
  * The shared backend's schema, in PostgreSQL. Migrations run in one transaction under an
@@ -89,9 +90,7 @@ const MIGRATIONS: readonly string[] = [
 
 /** Bring the schema up to date; returns the version it was at. Safe to run from many processes at once. */
 export async function migrate(pool: Pool): Promise<{ from: number; to: number }> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await client.query('CREATE TABLE IF NOT EXISTS tollgate_schema (version integer NOT NULL)');
     const from = await version(client);
@@ -99,14 +98,8 @@ export async function migrate(pool: Pool): Promise<{ from: number; to: number }>
     for (let v = from; v < MIGRATIONS.length; v++) await client.query(MIGRATIONS[v]!);
     await client.query('DELETE FROM tollgate_schema');
     await client.query('INSERT INTO tollgate_schema (version) VALUES ($1)', [MIGRATIONS.length]);
-    await client.query('COMMIT');
     return { from, to: MIGRATIONS.length };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 async function version(client: PoolClient): Promise<number> {
