@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { systemClock, type Clock } from './domain/clock.js';
 import { ConfigError, type Config } from './config.js';
-import { assembleGateway } from './gateway/assemble.js';
+import { assembleGateway, providerBudgets } from './gateway/assemble.js';
 import { createLogger, type Logger } from './obs/logger.js';
 import { readiness } from './obs/health.js';
 import { drainHttp, SETTLE_AT_CLOSE_MS, settled } from './obs/lifecycle.js';
@@ -90,14 +90,11 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       backend.rates.flush();
     },
   };
+  const provider = providerBudgets(config);
   metrics.watch({
     cache: backend.cache,
     upstream,
-    budget: () =>
-      (['day', 'month'] as const).flatMap((period) => {
-        const limit = config.upstream.budget[period];
-        return limit === null ? [] : [{ period, limit, spent: backend.credits.used(PROVIDER_SCOPE, period, clock.now()) }];
-      }),
+    budget: () => provider.map(({ period, limit }) => ({ period, limit, spent: backend.credits.used(PROVIDER_SCOPE, period, clock.now()) })),
     storage: () => backend.gauges(),
   });
   // Their refusal series start at 0, so a key refused on its first request after a restart still alerts.
