@@ -1,3 +1,5 @@
+import { isPromise, type MaybePromise } from './ports.js';
+
 /** Longest pause between retries of a failing flush. */
 const MAX_RETRY_MS = 30_000;
 
@@ -16,7 +18,8 @@ export class FlushTimer {
 
   constructor(
     private readonly everyMs: number,
-    private readonly flush: () => void,
+    /** May answer with a promise (a network store): its rejection is a failure like a throw. */
+    private readonly flush: () => MaybePromise<void>,
     private readonly onError: (err: Error) => void = () => {},
   ) {}
 
@@ -25,17 +28,23 @@ export class FlushTimer {
     const delay = this.failures === 0 ? this.everyMs : Math.min(MAX_RETRY_MS, this.everyMs * 2 ** this.failures);
     this.timer = setTimeout(() => {
       this.timer = null;
+      let written: MaybePromise<void>;
       try {
-        this.flush();
-        this.failures = 0;
+        written = this.flush();
       } catch (err) {
-        this.failures = Math.min(this.failures + 1, 20);
-        this.onError(err as Error);
-        this.schedule();
+        return this.failed(err);
       }
+      if (isPromise(written)) written.then(() => void (this.failures = 0), (err: unknown) => this.failed(err));
+      else this.failures = 0;
     }, delay);
     // A pending batch must never keep the process alive; close() flushes it.
     this.timer.unref();
+  }
+
+  private failed(err: unknown): void {
+    this.failures = Math.min(this.failures + 1, 20);
+    this.onError(err as Error);
+    this.schedule();
   }
 
   cancel(): void {

@@ -1,10 +1,10 @@
 import { FlushTimer } from './flush-timer.js';
-import type { LastUsed } from './ports.js';
+import { isPromise, type LastUsed, type MaybePromise } from './ports.js';
 import { gated, type WriteGate } from './write-gate.js';
 
 /** Where a batch of last-used times goes: one write for the whole batch. */
 export interface LastUsedSink {
-  touchAll(lastUsed: ReadonlyMap<string, number>): void;
+  touchAll(lastUsed: ReadonlyMap<string, number>): MaybePromise<void>;
 }
 
 /**
@@ -29,16 +29,21 @@ export class LastUsedBatcher implements LastUsed {
   }
 
   /** On failure the batch is kept (newer touches win) for the next flush. */
-  flush(): void {
+  flush(): MaybePromise<void> {
     this.timer.cancel();
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    try {
-      gated(this.opts.gate, () => this.sink.touchAll(batch));
-    } catch (err) {
+    const keep = (err: unknown): never => {
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
       throw err;
+    };
+    let written: MaybePromise<void>;
+    try {
+      written = gated(this.opts.gate, () => this.sink.touchAll(batch));
+    } catch (err) {
+      return keep(err);
     }
+    if (isPromise(written)) return written.catch(keep);
   }
 }

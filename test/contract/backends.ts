@@ -9,7 +9,8 @@ import type { Pool } from 'pg';
 import { PgResponseCache } from '../../src/store/postgres/cache.js';
 import { PgChangeFeed } from '../../src/store/postgres/change-feed.js';
 import { PgCredits } from '../../src/store/postgres/credits.js';
-import { PgKeys, PgLastUsed } from '../../src/store/postgres/keys.js';
+import { PgKeys } from '../../src/store/postgres/keys.js';
+import { LastUsedBatcher } from '../../src/store/last-used.js';
 import { PgLedger } from '../../src/store/postgres/ledger.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { migrate } from '../../src/store/postgres/schema.js';
@@ -97,7 +98,8 @@ const postgres: BackendFactory = {
       const cache = await PgResponseCache.open(pool);
       const changes = await PgChangeFeed.open(db.url);
       feeds.add(changes);
-      const backend = { kind: 'postgres', keys: new PgKeys(pool, clock), lastUsed: new PgLastUsed(pool), credits, ledger, cache, changes } as Partial<StorageBackend> as StorageBackend;
+      const keys = new PgKeys(pool, clock);
+      const backend = { kind: 'postgres', keys, lastUsed: new LastUsedBatcher(keys), credits, ledger, cache, changes } as Partial<StorageBackend> as StorageBackend;
       const end = async () => {
         if (feeds.delete(changes)) await changes.close();
         if (pools.delete(pool)) await pool.end();

@@ -111,4 +111,28 @@ describe('FlushTimer', () => {
     vi.advanceTimersByTime(1_000);
     expect(flushed).toBe(2);
   });
+
+  it('a flush that answers with a promise (a network store): a rejection is reported and retried like a throw, never unhandled', async () => {
+    vi.useFakeTimers();
+    const errors: string[] = [];
+    let fail = 2;
+    let flushed = 0;
+    const timer = new FlushTimer(
+      1_000,
+      () => (fail-- > 0 ? Promise.reject(busy()) : Promise.resolve(void flushed++)),
+      (e) => errors.push((e as { code?: string }).code ?? '?'),
+    );
+    timer.schedule();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(errors).toEqual(['SQLITE_BUSY']);
+    await vi.advanceTimersByTimeAsync(1_999);
+    expect(errors).toHaveLength(1); // the retry waits 2 s, as after a throw
+    await vi.advanceTimersByTimeAsync(1);
+    expect(errors).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(4_000);
+    expect(flushed).toBe(1);
+    timer.schedule();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(flushed).toBe(2);
+  });
 });

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { Clock } from '../../domain/clock.js';
 import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
-import type { Keys, LastUsed } from '../ports.js';
+import type { Keys } from '../ports.js';
 import { NOTIFY_SQL } from './change-feed.js';
 
 interface Row {
@@ -121,35 +121,17 @@ export class PgKeys implements Keys {
     return (r.rowCount ?? 0) > 0;
   }
 
+  /** Last-used times of many keys in one statement (the sink of store/last-used.ts's batches). */
+  async touchAll(lastUsed: ReadonlyMap<string, number>): Promise<void> {
+    await this.pool.query('UPDATE api_keys k SET last_used_at = t.at FROM unnest($1::text[], $2::bigint[]) AS t(id, at) WHERE k.id = t.id', [
+      [...lastUsed.keys()],
+      [...lastUsed.values()],
+    ]);
+  }
+
   /** Every replica drops what it remembers of keys (PgChangeFeed). */
   private async changed(): Promise<void> {
     await this.pool.query(NOTIFY_SQL, ['keys']);
-  }
-}
-
-/** Last-used times noted per request, written in one statement per batch. */
-export class PgLastUsed implements LastUsed {
-  private pending = new Map<string, number>();
-
-  constructor(private readonly pool: Pool) {}
-
-  touch(keyId: string, at: number): void {
-    this.pending.set(keyId, at);
-  }
-
-  async flush(): Promise<void> {
-    if (this.pending.size === 0) return;
-    const batch = this.pending;
-    this.pending = new Map();
-    try {
-      await this.pool.query('UPDATE api_keys k SET last_used_at = t.at FROM unnest($1::text[], $2::bigint[]) AS t(id, at) WHERE k.id = t.id', [
-        [...batch.keys()],
-        [...batch.values()],
-      ]);
-    } catch (err) {
-      for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
-      throw err;
-    }
   }
 }
 
