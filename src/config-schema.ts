@@ -144,6 +144,13 @@ const LimitsSchemas = {
     .strictObject({
       /** Failed authentications allowed per client IP; null disables the limit. */
       failedAuth: policyText(parseRatePolicies).nullable().default('30/minute'),
+      /**
+       * Shared backend only: what rate limits do while Redis cannot be reached. `open` counts in
+       * this replica's memory instead (each replica enforces the limit on its own, so N replicas
+       * admit up to N times it); `closed` refuses every limited request with STORAGE_UNAVAILABLE.
+       * Credit budgets are PostgreSQL's and hold either way.
+       */
+      onStoreFailure: z.enum(['open', 'closed']).default('open'),
     })
     .prefault({}),
   credits: z
@@ -168,9 +175,26 @@ const LimitsSchemas = {
     .prefault({}),
 };
 
+/**
+ * Shared storage for several replicas: both set, or neither (the embedded SQLite backend in
+ * dataDir). Only the scheme is checked here; a URL that does not connect stops startup.
+ */
+const StorageSchema = z
+  .strictObject({
+    /** PostgreSQL: keys, credits, reservations, the ledger and the shared response cache. */
+    databaseUrl: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL').nullable().default(null),
+    /** Redis: rate-limit windows and the cross-replica coalescing of identical calls. */
+    redisUrl: z.string().regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL').nullable().default(null),
+  })
+  .superRefine((s, ctx) => {
+    if (s.databaseUrl && !s.redisUrl) ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'required when storage.databaseUrl is set (or set TOLLGATE_REDIS_URL)' });
+    if (s.redisUrl && !s.databaseUrl) ctx.addIssue({ code: 'custom', path: ['databaseUrl'], message: 'required when storage.redisUrl is set (or set TOLLGATE_DATABASE_URL)' });
+  });
+
 export const ConfigSchema = z.strictObject({
   server: ServerSchema.prefault({}),
   dataDir: z.string().min(1).default('./data'),
+  storage: StorageSchema.prefault({}),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Bearer token for /admin; admin routes are disabled while it is null. */
   adminToken: z.string().min(16, 'must be at least 16 characters').nullable().default(null),

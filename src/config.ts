@@ -24,6 +24,8 @@ const ENV_MAP: ReadonlyArray<readonly [string, string, 'string' | 'int']> = [
   ['TOLLGATE_HOST', 'server.host', 'string'],
   ['TOLLGATE_PORT', 'server.port', 'int'],
   ['TOLLGATE_DATA_DIR', 'dataDir', 'string'],
+  ['TOLLGATE_DATABASE_URL', 'storage.databaseUrl', 'string'],
+  ['TOLLGATE_REDIS_URL', 'storage.redisUrl', 'string'],
   ['TOLLGATE_UPSTREAM_URL', 'upstream.url', 'string'],
   ['TOLLGATE_UPSTREAM_API_KEY', 'upstream.apiKey', 'string'],
   ['TOLLGATE_ADMIN_TOKEN', 'adminToken', 'string'],

@@ -11,7 +11,11 @@ export function configSummary(config: Readonly<Config>): Record<string, unknown>
   return {
     version: VERSION,
     node: process.version,
-    dataDir: resolve(config.dataDir),
+    storage: config.storage.databaseUrl ? 'shared' : 'embedded',
+    dataDir: config.storage.databaseUrl ? null : resolve(config.dataDir),
+    // Passwords in the URLs never reach a log line.
+    databaseUrl: config.storage.databaseUrl === null ? null : withoutCredentials(config.storage.databaseUrl),
+    redisUrl: config.storage.redisUrl === null ? null : withoutCredentials(config.storage.redisUrl),
     listen: `${config.server.host}:${config.server.port}`,
     upstreamUrl: config.upstream.url === null ? null : withoutCredentials(config.upstream.url),
     // Named *Set, not after the secret: the logger redacts fields named apiKey or adminToken.
