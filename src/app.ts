@@ -11,11 +11,13 @@ import { buildServer } from './http/server.js';
 import { UpstreamClient } from './upstream/client.js';
 import { retentionMs } from './domain/cache-policy.js';
 import type { EndpointName } from './domain/endpoints.js';
-import { listenError } from './domain/startup-error.js';
+import { listenError, StartupError } from './domain/startup-error.js';
 import { configSummary } from './obs/config-summary.js';
 import type { UpstreamSettings } from './upstream/types.js';
 import { PROVIDER_SCOPE } from './domain/credits.js';
-import { openBackend, type SqliteBackend } from './store/open.js';
+import { openBackend, openStorage, SqliteBackendClass, type SqliteBackend } from './store/open.js';
+import { isPromise } from './store/ports.js';
+import type { ApiKey } from './domain/keys.js';
 import { WindowCounters } from './store/window-counters.js';
 import type { StorageBackend } from './store/ports.js';
 
@@ -24,6 +26,8 @@ export { openCacheDb, openMainDb } from './store/open.js';
 
 export interface AppOptions {
   clock?: Clock;
+  /** Storage already opened (openApp opens the shared backend); the embedded backend in dataDir when absent. The app closes it. */
+  backend?: StorageBackend;
   /** Where log lines go (tests capture them); stdout by default. */
   logDestination?: DestinationStream;
 }
@@ -36,6 +40,7 @@ export interface App {
   /**
    * The embedded backend's stores themselves, synchronous, for the tests and the demo: keys,
    * and the cache whose purge is one transaction (the server's port purges in batches).
+   * Reading them on an app over the shared backend throws: use `backend`.
    */
   readonly keys: SqliteBackend['keys'];
   readonly cache: SqliteBackend['cacheStore'];
@@ -74,37 +79,48 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const logger = createLogger(config.logLevel, opts.logDestination);
   const settings = upstreamSettings(config);
   logger.info(configSummary(config), 'configuration');
-  const backend = openBackend(config, { role: 'server', clock, log: logger, upstreamUrl: settings.url });
-  const { keys, cacheStore: cache } = backend;
+  const backend: StorageBackend = opts.backend ?? openBackend(config, { role: 'server', clock, log: logger, upstreamUrl: settings.url });
+  const embedded = backend instanceof SqliteBackendClass ? backend : null;
+  const onlyEmbedded = <T>(read: (b: SqliteBackend) => T): T => {
+    if (!embedded) throw new Error('this app runs on the shared backend: use app.backend');
+    return read(embedded);
+  };
   const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
   // Failed-authentication counters are this process's own, in memory, whatever the backend (admission.ts).
   const addresses = new WindowCounters(clock);
   const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses });
-  const costs: EmbeddedCosts = {
-    ledger: backend.ledger,
-    limits: backend.rates,
-    budgets: backend.credits,
-    flush() {
-      backend.ledger.flush();
-      backend.rates.flush();
-    },
-  };
+  const costs = (): EmbeddedCosts =>
+    onlyEmbedded((b) => ({
+      ledger: b.ledger,
+      limits: b.rates,
+      budgets: b.credits,
+      flush() {
+        b.ledger.flush();
+        b.rates.flush();
+      },
+    }));
   const provider = providerBudgets(config);
   metrics.watch({
     cache: backend.cache,
     upstream,
-    budget: () => provider.map(({ period, limit }) => ({ period, limit, spent: backend.credits.used(PROVIDER_SCOPE, period, clock.now()) })),
+    budget: () =>
+      Promise.all(provider.map(async ({ period, limit }) => ({ period, limit, spent: await backend.credits.used(PROVIDER_SCOPE, period, clock.now()) }))),
     storage: () => backend.gauges(),
   });
   // Their refusal series start at 0, so a key refused on its first request after a restart still alerts.
-  metrics.seedKeys(keys.list().flatMap((k) => (k.revokedAt === null ? [k.name] : [])));
+  const seed = (keys: ApiKey[]) => metrics.seedKeys(keys.flatMap((k) => (k.revokedAt === null ? [k.name] : [])));
+  const listed = backend.keys.list();
+  if (isPromise(listed)) listed.then(seed, (err: unknown) => logger.warn({ err }, 'keys not listed for the metrics; their series start with their first request'));
+  else seed(listed);
   const maintain = () => {
+    const failed = (err: unknown) => logger.error({ err }, 'cache maintenance failed');
     try {
       const now = clock.now();
-      cache.maintain(config.cache.maxBytes, (ep, status) => now - retentionMs(config.cache, ep as EndpointName, status));
+      const done = backend.cache.maintain(config.cache.maxBytes, (ep, status) => now - retentionMs(config.cache, ep as EndpointName, status));
+      if (isPromise(done)) done.catch(failed);
     } catch (err) {
-      logger.error({ err }, 'cache maintenance failed');
+      failed(err);
     }
   };
   const maintenance = setInterval(maintain, config.cache.maintenanceIntervalMs);
@@ -134,12 +150,18 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     config,
     server,
     backend,
-    keys,
-    cache,
+    get keys() {
+      return onlyEmbedded((b) => b.keys);
+    },
+    get cache() {
+      return onlyEmbedded((b) => b.cacheStore);
+    },
+    get costs() {
+      return costs();
+    },
     upstream,
     logger,
     metrics,
-    costs,
     async listen() {
       const { host, port } = config.server;
       return server.listen({ host, port }).catch((err: unknown) => Promise.reject(listenError(err, host, port)));
@@ -162,4 +184,25 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       return closing;
     },
   };
+}
+
+/**
+ * The app on the storage the configuration names: the shared backend (PostgreSQL and Redis)
+ * is opened, migrated and connected first, which takes a while and may fail; the embedded one
+ * is opened as createApp does.
+ */
+export async function openApp(config: Readonly<Config>, opts: AppOptions = {}): Promise<App> {
+  if (opts.backend || !config.storage.databaseUrl) return createApp(config, opts);
+  const clock = opts.clock ?? systemClock;
+  const logger = createLogger(config.logLevel, opts.logDestination);
+  const upstreamUrl = upstreamSettings(config).url;
+  const backend = await openStorage(config, { role: 'server', clock, log: logger, upstreamUrl }).catch((err: unknown) => {
+    throw new StartupError(`cannot open shared storage: ${(err as Error).message} (check TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL; both must be reachable at start)`, (err as { code?: string }).code);
+  });
+  try {
+    return createApp(config, { ...opts, backend });
+  } catch (err) {
+    await backend.close();
+    throw err;
+  }
 }

@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import { loadConfig, type Config } from '../config.js';
 import { StorageMissing } from '../domain/startup-error.js';
-import { openBackend } from '../store/open.js';
+import { openBackend, openStorage, usesSharedStorage } from '../store/open.js';
 import type { StorageBackend, StoragePart } from '../store/ports.js';
 
 /** A user mistake on the command line: printed without a stack trace, exit code 2. */
@@ -43,7 +43,8 @@ export function portNumber(v: string): number {
  * clean). `read` refuses a missing file instead of creating an empty database the server
  * never sees: a key made in the wrong directory would otherwise be answered 401.
  */
-export function openForCli(config: Readonly<Config>, part: StoragePart, mode: 'read' | 'create'): StorageBackend {
+export async function openForCli(config: Readonly<Config>, part: StoragePart, mode: 'read' | 'create'): Promise<StorageBackend> {
+  if (usesSharedStorage(config)) return openShared(config);
   try {
     return openBackend(config, {
       role: 'cli',
@@ -68,10 +69,26 @@ export async function withStorage<T>(
   mode: 'read' | 'create',
   fn: (storage: StorageBackend) => T | Promise<T>,
 ): Promise<T> {
-  const storage = openForCli(config, part, mode);
+  const storage = await openForCli(config, part, mode);
   try {
     return await fn(storage);
   } finally {
     await storage.close();
+  }
+}
+
+/**
+ * The shared backend for a command: the same PostgreSQL and Redis as every replica, so that a
+ * key created here works on all of them (within a fraction of a second). Said on stderr, with
+ * the database's address but not its password.
+ */
+async function openShared(config: Readonly<Config>): Promise<StorageBackend> {
+  const url = new URL(config.storage.databaseUrl!);
+  url.password = '';
+  console.error(`tollgate: using shared storage ${url.href}`);
+  try {
+    return await openStorage(config, { role: 'cli' });
+  } catch (err) {
+    throw new CliError(`cannot open shared storage (${(err as Error).message}); check TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL`);
   }
 }

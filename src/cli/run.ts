@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApp } from '../app.js';
+import { createApp, openApp } from '../app.js';
 import { closeOnSignals } from '../obs/lifecycle.js';
 import { startSimulator } from '../simulator/index.js';
 import { CliError, configFrom, portNumber, type GlobalOpts } from './common.js';
@@ -23,7 +23,7 @@ export function registerRun(program: Command): void {
     .option('--upstream-url <url>', 'provider base URL, without /v1 (default: $TOLLGATE_UPSTREAM_URL)')
     .action(async function (this: Command) {
       const config = configFrom(this.optsWithGlobals<ServeOpts>());
-      const app = createApp(config);
+      const app = await openApp(config);
       const url = await app.listen();
       app.logger.info({ url }, 'tollgate listening');
       closeOnSignals(app);
@@ -62,7 +62,8 @@ export function registerRun(program: Command): void {
       const sim = await startSimulator({ port: 0, apiKey: simKey });
       const host = opts.host ?? '127.0.0.1';
       const config = configFrom({ ...opts, dataDir, host, upstreamUrl: sim.url });
-      const app = createApp({ ...config, upstream: { ...config.upstream, apiKey: simKey } });
+      // Always the embedded backend, whatever TOLLGATE_DATABASE_URL says: the demo must never write to shared storage.
+      const app = createApp({ ...config, storage: { databaseUrl: null, redisUrl: null }, upstream: { ...config.upstream, apiKey: simKey } });
       const secret = app.keys.create({ name: 'demo', owner: 'tollgate demo' }).secret;
       await app.listen();
       const addr = app.server.server.address();

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { pipeline, type Readable } from 'node:stream';
 import { errorAnswer, type Answer } from '../domain/answer.js';
 import { failure, type Failure } from '../domain/errors.js';
+import { isStorageError } from '../store/write-gate.js';
 import type { LookupTrace } from '../domain/trace.js';
 import { logRequest } from '../obs/request-log.js';
 import type { ServerDeps } from './deps.js';
@@ -93,6 +94,13 @@ export class AnswerWriter {
 
   /** The 500 fallback for a route that threw. */
   fail(req: IncomingMessage, res: ServerResponse, endpoint: string | null, err: unknown, ip: string, requestId: string, t0: number, trace: LookupTrace | null): void {
+    // Storage that cannot answer (a shared database or Redis down, a key lookup timing out) is
+    // the client's 503 to retry, not a bug: nothing was spent without a reservation.
+    if (isStorageError(err)) {
+      this.deps.logger.warn({ err, reqId: requestId }, 'storage unavailable');
+      this.refuse(req, res, endpoint, failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': '1' }), ip, requestId, t0, trace);
+      return;
+    }
     this.deps.logger.error({ err, reqId: requestId }, 'unhandled error');
     this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
   }

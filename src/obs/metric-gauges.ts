@@ -6,11 +6,13 @@ import { BREAKER_STATES } from './metric-labels.js';
 export interface MetricsSources {
   readonly cache: { totalBytes(): number; entryCount(): number };
   readonly upstream: { breakerState(): BreakerState; queueDepth(): number; inFlight(): number };
-  /** The provider-wide credit budgets of the current periods (none when unlimited). */
-  readonly budget?: () => ReadonlyArray<{ period: string; limit: number; spent: number }>;
+  /** The provider-wide credit budgets of the current periods (none when unlimited); a shared backend answers later. */
+  readonly budget?: () => BudgetFacts | Promise<BudgetFacts>;
   /** The server's own writes (see WriteGate and LedgerStore.backlog). */
   readonly storage?: () => StorageFacts;
 }
+
+export type BudgetFacts = ReadonlyArray<{ period: string; limit: number; spent: number }>;
 
 export interface StorageFacts {
   /** Per database file: whether its last write worked, and failed writes since start. */
@@ -46,9 +48,16 @@ export function registerGauges(registers: Registry[], src: () => MetricsSources 
       help,
       labelNames: ['period'],
       registers,
-      collect() {
+      async collect() {
+        let budgets: BudgetFacts;
+        try {
+          budgets = (await src()?.budget?.()) ?? [];
+        } catch {
+          // Storage that cannot answer now: no sample rather than a failed scrape (its own gauges say why).
+          budgets = [];
+        }
         this.reset();
-        for (const b of src()?.budget?.() ?? []) this.set({ period: b.period }, read(b));
+        for (const b of budgets) this.set({ period: b.period }, read(b));
       },
     });
   budget('tollgate_provider_budget_credits', 'The provider-wide credit budget of the current period (upstream.budget), by period.', (b) => b.limit);

@@ -3,7 +3,7 @@ import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEnt
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
-import { NOTIFY_SQL } from './change-feed.js';
+import { changePayload, NOTIFY_SQL } from './change-feed.js';
 import { inTransaction } from './pool.js';
 
 interface Row {
@@ -25,7 +25,7 @@ const COLUMNS = 'key, endpoint, identity, status, data, meta, error_code, error_
 const EVICT_BATCH = 500;
 
 /** Bytes of the stored text plus a fixed allowance for the row's other columns and index entries (as the embedded cache counts). */
-function sizeOf(e: NewEntry): number {
+export function sizeOf(e: NewEntry): number {
   const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
   return text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
 }
@@ -46,10 +46,15 @@ export class PgResponseCache implements ResponseCache {
 
   static async open(pool: Pool): Promise<PgResponseCache> {
     const c = new PgResponseCache(pool);
-    const r = await pool.query<{ name: string; value: string }>("SELECT name, value FROM cache_counters WHERE name IN ('bytes', 'entries')");
-    for (const x of r.rows) if (x.name === 'bytes') c.bytes = Number(x.value);
-    else c.entries = Number(x.value);
+    await c.refreshTotals();
     return c;
+  }
+
+  /** Read the stored totals again: other replicas move them too (called with the periodic flush). */
+  async refreshTotals(): Promise<void> {
+    const r = await this.pool.query<{ name: string; value: string }>("SELECT name, value FROM cache_counters WHERE name IN ('bytes', 'entries')");
+    for (const x of r.rows) if (x.name === 'bytes') this.bytes = Number(x.value);
+    else this.entries = Number(x.value);
   }
 
   async get(key: string): Promise<CacheEntry | null> {
@@ -60,6 +65,7 @@ export class PgResponseCache implements ResponseCache {
   async put(e: NewEntry): Promise<void> {
     const size = sizeOf(e);
     await this.write(async (c) => {
+      await c.query(NOTIFY_SQL, [changePayload('cache', e.key)]);
       const old = await c.query<{ size: string }>('SELECT size FROM cache_entries WHERE key = $1 FOR UPDATE', [e.key]);
       await c.query(
         `INSERT INTO cache_entries (${COLUMNS}, last_access) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $9)
@@ -99,7 +105,7 @@ export class PgResponseCache implements ResponseCache {
           [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at)],
         );
         await c.query("UPDATE cache_counters SET value = value + CASE name WHEN 'hits' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('hits', 'misses')", [total, misses]);
-      }, false);
+      });
     } catch (err) {
       for (const [k, h] of hits) this.recordHitCount(k, h);
       this.misses += misses;
@@ -184,7 +190,10 @@ export class PgResponseCache implements ResponseCache {
     await this.write(async (c) => {
       const r = await c.query<{ size: string }>(`DELETE FROM cache_entries WHERE ${where} RETURNING size`, params);
       n = r.rows.length;
-      if (n > 0) await this.moveTotals(c, -r.rows.reduce((a, x) => a + Number(x.size), 0), -n);
+      if (n > 0) {
+        await this.moveTotals(c, -r.rows.reduce((a, x) => a + Number(x.size), 0), -n);
+        await c.query(NOTIFY_SQL, [changePayload('cache')]);
+      }
     });
     return n;
   }
@@ -199,12 +208,9 @@ export class PgResponseCache implements ResponseCache {
     else this.entries = Number(x.value);
   }
 
-  /** One transaction; one that changed entries tells every replica (PgChangeFeed), one that only counted hits does not. */
-  private async write(fn: (c: PoolClient) => Promise<void>, changesEntries = true): Promise<void> {
-    await inTransaction(this.pool, async (c) => {
-      await fn(c);
-      if (changesEntries) await c.query(NOTIFY_SQL, ['cache']);
-    });
+  /** One transaction. One that changes entries tells every replica which (PgChangeFeed); counting hits tells nobody. */
+  private async write(fn: (c: PoolClient) => Promise<void>): Promise<void> {
+    await inTransaction(this.pool, fn);
   }
 }
 

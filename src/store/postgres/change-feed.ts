@@ -1,40 +1,68 @@
 import pg from 'pg';
-import type { ChangeFeed, ChangeTopic } from '../ports.js';
+import type { ChangeFeed, ChangeTopic, StorageLog } from '../ports.js';
 
-/** The channel every writer of keys or cache entries notifies, with the topic as payload. */
+/** The channel every writer of keys or cache entries notifies. */
 export const CHANGES_CHANNEL = 'tollgate_changes';
 
-/** Inside (or after) a write: tell every replica that `topic` changed. Delivered when the transaction commits. */
+/**
+ * Inside a write's transaction: tell every replica what changed, as `topic` or `topic:key`
+ * (one cache entry). PostgreSQL delivers it when the transaction commits, and only then: a
+ * replica that drops what it remembers on the notification and reads again sees the write.
+ * (Redis pub/sub would be sent after the commit, by a process that may die in between.)
+ */
 export const NOTIFY_SQL = `SELECT pg_notify('${CHANGES_CHANNEL}', $1)`;
+
+/** NOTIFY's payload is limited to 8000 bytes: a longer key is announced as its whole topic. */
+const MAX_PAYLOAD = 7_900;
+
+/** The payload announcing that `key` of `topic` changed (or the whole topic when the key is too long to say). */
+export function changePayload(topic: ChangeTopic, key?: string): string {
+  if (key === undefined) return topic;
+  const p = `${topic}:${key}`;
+  return Buffer.byteLength(p) <= MAX_PAYLOAD ? p : topic;
+}
+
+/** What changed: one key of a topic, or (key null) anything in it. */
+export type Change = { readonly topic: ChangeTopic; readonly key: string | null };
 
 /**
  * Changes any replica made, from PostgreSQL's LISTEN/NOTIFY on a connection of its own.
- * Notifications are gathered and passed on at most every `everyMs`: a burst of writes is one
- * call per listener, not one per write. A replica's own writes notify it too (the ports allow
- * calls when nothing a listener holds changed).
+ *
+ * `subscribe` (the port) hears of a topic at most every `everyMs`: a burst of writes is one
+ * call per listener. `onChange` hears of each change as it arrives, keyed, for the memory tiers
+ * (shared/), which forget one entry rather than all of them.
+ *
+ * A notification sent while the connection was down is never delivered, so after a lost
+ * connection the feed reconnects on its own and then announces every topic as changed:
+ * whatever was remembered meanwhile is dropped. A replica's own writes notify it too.
  */
 export class PgChangeFeed implements ChangeFeed {
   private readonly listeners = new Map<ChangeTopic, Set<() => void>>();
+  private readonly keyed = new Set<(c: Change) => void>();
   private readonly changed = new Set<ChangeTopic>();
   private readonly timer: NodeJS.Timeout;
+  private client: pg.Client | null = null;
+  private reconnecting: NodeJS.Timeout | null = null;
+  private closed = false;
 
   private constructor(
-    private readonly client: pg.Client,
+    private readonly url: string,
     everyMs: number,
+    private readonly log?: StorageLog,
   ) {
-    client.on('notification', (n) => {
-      if (n.payload === 'keys' || n.payload === 'cache') this.changed.add(n.payload);
-    });
     this.timer = setInterval(() => this.announce(), everyMs);
     this.timer.unref();
   }
 
-  static async open(url: string, everyMs = 200): Promise<PgChangeFeed> {
-    const client = new pg.Client({ connectionString: url, application_name: 'tollgate-changes' });
-    client.on('error', () => {}); // a dropped connection ends the feed's calls; the next open starts another
-    await client.connect();
-    await client.query(`LISTEN ${CHANGES_CHANNEL}`);
-    return new PgChangeFeed(client, everyMs);
+  static async open(url: string, opts: { everyMs?: number; log?: StorageLog } = {}): Promise<PgChangeFeed> {
+    const feed = new PgChangeFeed(url, opts.everyMs ?? 200, opts.log);
+    await feed.connect();
+    return feed;
+  }
+
+  /** Whether notifications are being received now (readiness reports it). */
+  get listening(): boolean {
+    return this.client !== null;
   }
 
   subscribe(topic: ChangeTopic, listener: () => void): () => void {
@@ -45,9 +73,73 @@ export class PgChangeFeed implements ChangeFeed {
     return () => void set.delete(mine);
   }
 
+  /** Every change as it arrives, keyed when the writer said which entry. */
+  onChange(listener: (c: Change) => void): () => void {
+    const mine = (c: Change) => listener(c);
+    this.keyed.add(mine);
+    return () => void this.keyed.delete(mine);
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.timer);
-    await this.client.end().catch(() => {});
+    if (this.reconnecting) clearTimeout(this.reconnecting);
+    const c = this.client;
+    this.client = null;
+    await c?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, application_name: 'tollgate-changes', connectionTimeoutMillis: 5_000 });
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (n) => this.heard(n.payload ?? ''));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.client = client;
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client || this.closed) return;
+    this.client = null;
+    this.log?.warn({}, 'change notifications lost; reconnecting');
+    this.retry();
+  }
+
+  private retry(): void {
+    if (this.closed || this.reconnecting) return;
+    this.reconnecting = setTimeout(() => {
+      this.reconnecting = null;
+      this.connect().then(
+        () => {
+          if (this.closed) return;
+          this.log?.info({}, 'change notifications resumed');
+          // What was sent while nobody listened is lost: everything may have changed.
+          this.heard('keys');
+          this.heard('cache');
+        },
+        () => this.retry(),
+      );
+    }, 500);
+    this.reconnecting.unref();
+  }
+
+  private heard(payload: string): void {
+    const colon = payload.indexOf(':');
+    const topic = colon < 0 ? payload : payload.slice(0, colon);
+    if (topic !== 'keys' && topic !== 'cache') return;
+    this.changed.add(topic);
+    const change: Change = { topic, key: colon < 0 ? null : payload.slice(colon + 1) };
+    for (const l of this.keyed) l(change);
   }
 
   private announce(): void {

@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import type { Clock } from '../../domain/clock.js';
 import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
 import type { Keys } from '../ports.js';
-import { NOTIFY_SQL } from './change-feed.js';
+import { CHANGES_CHANNEL } from './change-feed.js';
 
 interface Row {
   id: string;
@@ -26,9 +26,9 @@ interface Row {
 const COLUMNS = 'id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, revoked_at, last_used_at, rate, credits, endpoints, strategies, cache_isolated, prev_expires_at';
 
 /**
- * API keys in PostgreSQL, shared by every replica. Every call reads the table: a change made
- * anywhere is seen by the next request everywhere. (Remembering found keys in memory, dropped
- * on a change notification, is the next step for the hit path.)
+ * API keys in PostgreSQL, shared by every replica. Every call reads the table; a replica
+ * remembers what it found in memory (shared/remembered-keys.ts) and forgets it when the
+ * NOTIFY every write sends arrives.
  */
 export class PgKeys implements Keys {
   constructor(
@@ -37,7 +37,11 @@ export class PgKeys implements Keys {
   ) {}
 
   async findBySecret(secret: string): Promise<FoundKey | null> {
-    const hash = hashSecret(secret);
+    return this.findByHash(hashSecret(secret));
+  }
+
+  /** The key whose current or previous secret hashes to `hash`. */
+  async findByHash(hash: string): Promise<FoundKey | null> {
     const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM api_keys WHERE secret_hash = $1 OR prev_secret_hash = $1`, [hash]);
     const row = r.rows[0];
     return row ? { key: toKey(row), previous: row.secret_hash !== hash } : null;
@@ -56,7 +60,7 @@ export class PgKeys implements Keys {
   async create(input: NewKey): Promise<{ key: ApiKey; secret: string }> {
     const secret = newSecret();
     const now = this.clock.now();
-    const r = await this.pool.query<Row>(
+    const r = await this.writing(
       `INSERT INTO api_keys (id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, rate, credits, endpoints, strategies, cache_isolated)
        VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
       [
@@ -74,51 +78,46 @@ export class PgKeys implements Keys {
         input.cacheIsolated ?? false,
       ],
     );
-    await this.changed();
-    return { key: toKey(r.rows[0]!), secret };
+    return { key: toKey(r[0]!), secret };
   }
 
   async update(id: string, patch: KeyPatch): Promise<ApiKey | null> {
-    const k = await this.get(id);
-    if (!k) return null;
-    const pick = <T>(v: T | undefined, cur: T): T => (v === undefined ? cur : v);
-    const r = await this.pool.query<Row>(
-      `UPDATE api_keys SET name = $2, owner = $3, expires_at = $4, rate = $5, credits = $6, endpoints = $7, strategies = $8, cache_isolated = $9, updated_at = $10
-       WHERE id = $1 RETURNING ${COLUMNS}`,
-      [
-        id,
-        pick(patch.name, k.name),
-        pick(patch.owner, k.owner),
-        pick(patch.expiresAt, k.expiresAt),
-        pick(patch.rate, k.rate),
-        pick(patch.credits, k.credits),
-        list(pick(patch.endpoints, k.endpoints)),
-        list(pick(patch.strategies, k.strategies)),
-        pick(patch.cacheIsolated, k.cacheIsolated),
-        this.clock.now(),
-      ],
-    );
-    await this.changed();
-    return r.rows[0] ? toKey(r.rows[0]) : null;
+    // Only the fields given are set, in one statement: two admins changing different fields
+    // of one key at once through different replicas both keep their change.
+    const params: unknown[] = [id];
+    const sets: string[] = [];
+    const set = (column: string, v: unknown) => {
+      params.push(v);
+      sets.push(`${column} = $${params.length}`);
+    };
+    if (patch.name !== undefined) set('name', patch.name);
+    if (patch.owner !== undefined) set('owner', patch.owner);
+    if (patch.expiresAt !== undefined) set('expires_at', patch.expiresAt);
+    if (patch.rate !== undefined) set('rate', patch.rate);
+    if (patch.credits !== undefined) set('credits', patch.credits);
+    if (patch.endpoints !== undefined) set('endpoints', list(patch.endpoints));
+    if (patch.strategies !== undefined) set('strategies', list(patch.strategies));
+    if (patch.cacheIsolated !== undefined) set('cache_isolated', patch.cacheIsolated);
+    set('updated_at', this.clock.now());
+    const r = await this.writing(`UPDATE api_keys SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`, params);
+    return r[0] ? toKey(r[0]) : null;
   }
 
   async rotate(id: string, overlapMs: number): Promise<{ key: ApiKey; secret: string } | null> {
     const secret = newSecret();
     const now = this.clock.now();
-    const r = await this.pool.query<Row>(
+    const r = await this.writing(
       `UPDATE api_keys SET prev_secret_hash = secret_hash, prev_expires_at = $2, secret_hash = $3, prefix = $4, updated_at = $5
        WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`,
       [id, now + overlapMs, hashSecret(secret), secret.slice(0, PREFIX_CHARS), now],
     );
-    if (r.rows[0]) await this.changed();
-    return r.rows[0] ? { key: toKey(r.rows[0]), secret } : null;
+    return r[0] ? { key: toKey(r[0]), secret } : null;
   }
 
   async revoke(id: string): Promise<boolean> {
     const now = this.clock.now();
-    const r = await this.pool.query('UPDATE api_keys SET revoked_at = $2, updated_at = $2 WHERE id = $1 AND revoked_at IS NULL', [id, now]);
-    if ((r.rowCount ?? 0) > 0) await this.changed();
-    return (r.rowCount ?? 0) > 0;
+    const r = await this.writing(`UPDATE api_keys SET revoked_at = $2, updated_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`, [id, now]);
+    return r.length > 0;
   }
 
   /** Last-used times of many keys in one statement (the sink of store/last-used.ts's batches). */
@@ -129,9 +128,13 @@ export class PgKeys implements Keys {
     ]);
   }
 
-  /** Every replica drops what it remembers of keys (PgChangeFeed). */
-  private async changed(): Promise<void> {
-    await this.pool.query(NOTIFY_SQL, ['keys']);
+  /**
+   * A writing statement whose rows, when there are any, notify every replica (PgChangeFeed) in
+   * the same statement: the notification is sent exactly when the change commits.
+   */
+  private async writing(sql: string, params: unknown[]): Promise<Row[]> {
+    const r = await this.pool.query<Row>(`WITH w AS (${sql}) SELECT w.*, pg_notify('${CHANGES_CHANNEL}', 'keys') AS notified FROM w`, params);
+    return r.rows;
   }
 }
 

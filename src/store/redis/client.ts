@@ -1,0 +1,45 @@
+import { createClient, type RedisClientType } from 'redis';
+import type { StorageLog } from '../ports.js';
+
+export type { RedisClientType } from 'redis';
+
+/** How long a command may take before it fails (the ports require bounded calls); Redis answers in well under 1 ms. */
+const COMMAND_TIMEOUT_MS = 1_000;
+const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * A connection to the shared Redis. Commands fail at once while it is disconnected (no offline
+ * queue: a request must not wait for a Redis that may not come back) and after
+ * COMMAND_TIMEOUT_MS otherwise; the client reconnects on its own, backing off to one try a
+ * second. Startup waits for the first connection, at most CONNECT_TIMEOUT_MS.
+ */
+export async function openRedis(url: string, log?: StorageLog): Promise<RedisClientType> {
+  let down = false;
+  const client = createClient({
+    url,
+    disableOfflineQueue: true,
+    commandOptions: { timeout: COMMAND_TIMEOUT_MS },
+    socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000) },
+  }) as RedisClientType;
+  client.on('error', (err: Error) => {
+    if (!down) log?.warn({ err: { name: err.name, message: err.message } }, 'redis connection lost; reconnecting');
+    down = true;
+  });
+  client.on('ready', () => {
+    if (down) log?.info({}, 'redis connection back');
+    down = false;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`redis did not answer within ${CONNECT_TIMEOUT_MS / 1000} s`)), CONNECT_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([client.connect(), timeout]);
+  } catch (err) {
+    client.destroy();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  return client;
+}

@@ -1,0 +1,164 @@
+import type { Pool } from 'pg';
+import type { Config } from '../../config.js';
+import { systemClock, type Clock } from '../../domain/clock.js';
+import { LastUsedBatcher } from '../last-used.js';
+import type { BackendOptions, StorageBackend, StorageGauges, StorageHealth, StorageLog } from '../ports.js';
+import { PgResponseCache } from '../postgres/cache.js';
+import { PgChangeFeed } from '../postgres/change-feed.js';
+import { PgCredits } from '../postgres/credits.js';
+import { PgKeys } from '../postgres/keys.js';
+import { PgLedger } from '../postgres/ledger.js';
+import { openPool } from '../postgres/pool.js';
+import { migrate } from '../postgres/schema.js';
+import { openRedis, type RedisClientType } from '../redis/client.js';
+import { RedisRateCounters } from '../redis/rate-counters.js';
+import { FallbackRateCounters } from './rate-fallback.js';
+import { RememberedCache } from './remembered-cache.js';
+import { RememberedKeys } from './remembered-keys.js';
+
+/** How often batched writes (zero-credit ledger rows, hit counters) go to PostgreSQL. */
+const FLUSH_EVERY_MS = 1_000;
+/** A health probe that takes longer than this reports the store as unreachable. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+/** Where the shared backend's keys live in Redis; tests give each run its own. */
+export interface SharedOptions extends BackendOptions {
+  readonly redisPrefix?: string;
+}
+
+/**
+ * The shared backend, for several replicas: keys, credits, reservations, the ledger and the
+ * response cache in PostgreSQL; rate-limit windows in Redis. Each replica keeps found keys and
+ * hot cache entries in memory, forgotten on the change notifications every write sends
+ * (PgChangeFeed), so that a cache hit reads no database.
+ *
+ * Opening migrates the schema (under a lock: replicas starting together apply each migration
+ * once), connects to both stores and fails when either cannot be reached: an orchestrator
+ * restarts the replica, and one that is up rides out later outages (see the README).
+ */
+export class SharedBackend implements StorageBackend {
+  readonly kind = 'shared';
+  private readonly flushTimer: NodeJS.Timeout | null;
+  private databaseOk = true;
+  private databaseFailures = 0;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    private readonly pool: Pool,
+    private readonly redis: RedisClientType,
+    readonly changes: PgChangeFeed,
+    readonly keys: RememberedKeys,
+    readonly lastUsed: LastUsedBatcher,
+    readonly rates: FallbackRateCounters,
+    readonly credits: PgCredits,
+    readonly ledger: PgLedger,
+    readonly cache: RememberedCache,
+    private readonly log: StorageLog | undefined,
+    server: boolean,
+  ) {
+    this.flushTimer = server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
+    this.flushTimer?.unref();
+  }
+
+  static async open(config: Readonly<Config>, opts: SharedOptions): Promise<SharedBackend> {
+    const { databaseUrl, redisUrl } = config.storage;
+    if (!databaseUrl || !redisUrl) throw new Error('the shared backend needs storage.databaseUrl and storage.redisUrl');
+    const clock: Clock = opts.clock ?? systemClock;
+    const log = opts.log;
+    const server = opts.role === 'server';
+    const pool = openPool(databaseUrl, { max: server ? 20 : 4 });
+    let redis: RedisClientType | null = null;
+    let changes: PgChangeFeed | null = null;
+    try {
+      await migrate(pool);
+      redis = await openRedis(redisUrl, log);
+      changes = await PgChangeFeed.open(databaseUrl, { log });
+      const table = new PgKeys(pool, clock);
+      const credits = new PgCredits(pool);
+      const ledger = new PgLedger(pool, credits);
+      const cache = new RememberedCache(await PgResponseCache.open(pool), changes, server ? config.cache.memoryMaxBytes : 0);
+      const rates = new FallbackRateCounters(new RedisRateCounters(redis, opts.redisPrefix), config.limits.onStoreFailure, clock, log);
+      const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
+      return new SharedBackend(pool, redis, changes, new RememberedKeys(table, changes), lastUsed, rates, credits, ledger, cache, log, server);
+    } catch (err) {
+      await changes?.close();
+      redis?.destroy();
+      await pool.end().catch(() => {});
+      throw err;
+    }
+  }
+
+  /**
+   * PostgreSQL and Redis each probed. Only PostgreSQL decides `ok`: without it no charge can be
+   * recorded. Redis down is reported (rate limits then follow limits.onStoreFailure) but keeps
+   * the replica in rotation, as does PostgreSQL down on every replica at once.
+   */
+  async health(): Promise<StorageHealth> {
+    const [database, redis] = await Promise.all([
+      probe(this.pool.query('SELECT 1').then(() => {})),
+      probe(this.redis.ping().then(() => {})),
+    ]);
+    this.databaseOk = database === 'ok';
+    if (!this.databaseOk) this.databaseFailures++;
+    return {
+      ok: this.databaseOk,
+      checks: { database, redis, change_notifications: this.changes.listening ? 'ok' : 'reconnecting' },
+    };
+  }
+
+  gauges(): StorageGauges {
+    return {
+      databases: [
+        { database: 'postgres', writable: this.databaseOk, failures: this.databaseFailures },
+        { database: 'redis', writable: this.rates.reachable, failures: this.rates.fallbacks },
+      ],
+      ledger: this.ledger.backlog(),
+    };
+  }
+
+  stopHousekeeping(): void {}
+
+  /** Batched writes in order (last-used times, hit counters, then ledger rows); a failure is logged and the next goes on. */
+  async flush(): Promise<void> {
+    for (const [what, step] of [
+      ['last-used times', () => this.lastUsed.flush()],
+      ['cache hit counters', () => this.cache.flush()],
+      ['ledger rows', () => this.ledger.flush()],
+    ] as const) {
+      try {
+        await step();
+      } catch (err) {
+        this.log?.warn({ err }, `${what} not written; kept and retried`);
+      }
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.flushTimer) clearInterval(this.flushTimer);
+      await this.flush();
+      this.keys.close();
+      this.cache.close();
+      this.rates.close();
+      await this.changes.close();
+      this.redis.destroy();
+      await this.pool.end().catch(() => {});
+    })();
+    return this.closing;
+  }
+}
+
+/** 'ok', or what went wrong, within PROBE_TIMEOUT_MS. */
+async function probe(p: Promise<void>): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`unreachable: no answer within ${PROBE_TIMEOUT_MS} ms`), PROBE_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([p.then(() => 'ok'), timeout]);
+  } catch (err) {
+    return `unreachable: ${(err as Error).message}`;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,125 @@
+import type { CacheEntry, CacheStats, NewEntry } from '../../domain/cache-entry.js';
+import type { PurgeFilter } from '../../domain/purge-filter.js';
+import type { MaybePromise, ResponseCache } from '../ports.js';
+import { sizeOf, type PgResponseCache } from '../postgres/cache.js';
+import type { PgChangeFeed } from '../postgres/change-feed.js';
+import { MemoryTier } from './memory-tier.js';
+
+/**
+ * The shared response cache with this replica's hot tier in front: a hit on an entry held in
+ * memory reads no database and answers with a value, not a promise.
+ *
+ * What is held is dropped when any replica changes it: a store of one entry forgets that
+ * entry, a purge or eviction forgets everything (PgChangeFeed, delivered when the writing
+ * transaction commits). A read that was under way when its entry changed does not keep what
+ * it read, which may predate the change.
+ *
+ * While PostgreSQL is down, held entries keep being served: no replica can change the cache
+ * then. The notification connection, once back, announces everything as changed.
+ */
+export class RememberedCache implements ResponseCache {
+  private readonly tier: MemoryTier;
+  /** Reads of the database under way, per key; `changed` set when the key changed meanwhile. */
+  private readonly reading = new Map<string, { n: number; changed: boolean }>();
+  /** Bumped when everything is forgotten, for reads under way. */
+  private epoch = 0;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly shared: PgResponseCache,
+    changes: PgChangeFeed,
+    memoryMaxBytes: number,
+  ) {
+    this.tier = new MemoryTier(memoryMaxBytes);
+    this.unsubscribe = changes.onChange((c) => {
+      if (c.topic !== 'cache') return;
+      if (c.key === null) this.forgetAll();
+      else this.forget(c.key);
+    });
+  }
+
+  get(key: string): MaybePromise<CacheEntry | null> {
+    const held = this.tier.get(key);
+    if (held !== undefined) return held;
+    const epoch = this.epoch;
+    let r = this.reading.get(key);
+    if (!r) this.reading.set(key, (r = { n: 0, changed: false }));
+    r.n++;
+    const done = (e: CacheEntry | null) => {
+      if (--r.n === 0) this.reading.delete(key);
+      if (e && !r.changed && epoch === this.epoch) this.tier.put(e);
+      return e;
+    };
+    return this.shared.get(key).then(done, (err: unknown) => {
+      done(null);
+      throw err;
+    });
+  }
+
+  async put(entry: NewEntry): Promise<void> {
+    // Forgotten first: were the write to fail, the entry held would be older than what was fetched.
+    this.forget(entry.key);
+    await this.shared.put(entry);
+    this.tier.put({ ...entry, size: sizeOf(entry) });
+  }
+
+  recordHit(entry: CacheEntry, at: number): void {
+    this.shared.recordHit(entry, at);
+  }
+
+  recordMiss(): void {
+    this.shared.recordMiss();
+  }
+
+  async purge(filter: PurgeFilter): Promise<number> {
+    try {
+      return await this.shared.purge(filter);
+    } finally {
+      this.forgetAll();
+    }
+  }
+
+  readStats(): Promise<CacheStats> {
+    return this.shared.readStats();
+  }
+
+  async maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): Promise<number> {
+    const removed = await this.shared.maintain(maxBytes, deadBefore);
+    if (removed > 0) this.forgetAll();
+    return removed;
+  }
+
+  totalBytes(): number {
+    return this.shared.totalBytes();
+  }
+
+  entryCount(): number {
+    return this.shared.entryCount();
+  }
+
+  memoryUsage(): { entries: number; bytes: number; maxBytes: number } {
+    return this.tier.usage();
+  }
+
+  /** Hit counters written, and the totals other replicas moved read back. */
+  async flush(): Promise<void> {
+    await this.shared.flush();
+    await this.shared.refreshTotals();
+  }
+
+  close(): void {
+    this.unsubscribe();
+    this.forgetAll();
+  }
+
+  private forget(key: string): void {
+    this.tier.forget(key);
+    const r = this.reading.get(key);
+    if (r) r.changed = true;
+  }
+
+  private forgetAll(): void {
+    this.epoch++;
+    this.tier.clear();
+  }
+}

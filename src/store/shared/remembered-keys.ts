@@ -1,0 +1,99 @@
+import { hashSecret, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
+import type { MaybePromise, Keys } from '../ports.js';
+import type { PgChangeFeed } from '../postgres/change-feed.js';
+import type { PgKeys } from '../postgres/keys.js';
+
+/**
+ * Most secret hashes remembered (a key is there at most twice: current and previous secret).
+ * Reaching it forgets them all: simpler than LRU, and a deployment with more live keys than
+ * this pays one indexed read per request, as it would without memory.
+ */
+const REMEMBERED_MAX = 10_000;
+
+/**
+ * The shared key table with this replica's memory of it: what each presented secret (by its
+ * hash) was found to be, so that a request reads no database. Forgotten wholesale when any
+ * replica, the admin API or the CLI changes a key (PgChangeFeed, within a fraction of a
+ * second; after a lost notification connection, as soon as it is back). Unknown secrets are
+ * remembered too: a client retrying a wrong key costs the database nothing.
+ *
+ * While PostgreSQL is down, keys remembered keep working and others are refused as a storage
+ * failure: nobody can change a key then, so what is remembered is still true.
+ */
+export class RememberedKeys implements Keys {
+  private readonly found = new Map<string, FoundKey | null>();
+  /** Bumped when keys change: a read begun before must not store its (maybe older) answer. */
+  private epoch = 0;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly table: PgKeys,
+    changes: PgChangeFeed,
+  ) {
+    this.unsubscribe = changes.onChange((c) => {
+      if (c.topic === 'keys') this.forget();
+    });
+  }
+
+  findBySecret(secret: string): MaybePromise<FoundKey | null> {
+    const hash = hashSecret(secret);
+    const known = this.found.get(hash);
+    if (known !== undefined) return known;
+    const epoch = this.epoch;
+    return this.table.findByHash(hash).then((k) => {
+      if (epoch === this.epoch) {
+        if (this.found.size >= REMEMBERED_MAX) this.found.clear();
+        this.found.set(hash, k);
+      }
+      return k;
+    });
+  }
+
+  get(id: string): Promise<ApiKey | null> {
+    return this.table.get(id);
+  }
+
+  list(): Promise<ApiKey[]> {
+    return this.table.list();
+  }
+
+  create(input: NewKey): Promise<{ key: ApiKey; secret: string }> {
+    return this.changing(this.table.create(input));
+  }
+
+  update(id: string, patch: KeyPatch): Promise<ApiKey | null> {
+    return this.changing(this.table.update(id, patch));
+  }
+
+  rotate(id: string, overlapMs: number): Promise<{ key: ApiKey; secret: string } | null> {
+    return this.changing(this.table.rotate(id, overlapMs));
+  }
+
+  revoke(id: string): Promise<boolean> {
+    return this.changing(this.table.revoke(id));
+  }
+
+  /** How many secrets are remembered (metrics, tests). */
+  remembered(): number {
+    return this.found.size;
+  }
+
+  close(): void {
+    this.unsubscribe();
+    this.forget();
+  }
+
+  /** This replica's own change is seen by its next request, before the notification comes back. */
+  private async changing<T>(p: Promise<T>): Promise<T> {
+    try {
+      return await p;
+    } finally {
+      this.forget();
+    }
+  }
+
+  private forget(): void {
+    this.epoch++;
+    this.found.clear();
+  }
+}
