@@ -77,7 +77,7 @@ export class SharedBackend implements StorageBackend {
       const credits = new PgCredits(pool);
       const ledger = new PgLedger(pool, credits);
       const cache = new RememberedCache(await PgResponseCache.open(pool), changes, server ? config.cache.memoryMaxBytes : 0);
-      const rates = new FallbackRateCounters(new RedisRateCounters(redis, opts.redisPrefix), config.limits.onStoreFailure, clock, log);
+      const rates = new FallbackRateCounters(new RedisRateCounters(redis, opts.redisPrefix ?? redisPrefixOf(databaseUrl)), config.limits.onStoreFailure, clock, log);
       const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
       return new SharedBackend(pool, redis, changes, new RememberedKeys(table, changes), lastUsed, rates, credits, ledger, cache, log, server);
     } catch (err) {
@@ -146,6 +146,15 @@ export class SharedBackend implements StorageBackend {
     })();
     return this.closing;
   }
+}
+
+/**
+ * Redis keys are prefixed with the database's name: installations (or test runs) that share
+ * one Redis but not one database never count each other's requests.
+ */
+export function redisPrefixOf(databaseUrl: string): string {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1)) || 'postgres';
+  return `tg:${name}:`;
 }
 
 /** 'ok', or what went wrong, within PROBE_TIMEOUT_MS. */
