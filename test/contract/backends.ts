@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateConfig } from '../../src/config.js';
 import { FakeClock, type Clock } from '../../src/domain/clock.js';
-import { openBackend } from '../../src/store/open.js';
+import { openBackend, openStorage } from '../../src/store/open.js';
+import type { SharedBackend } from '../../src/store/shared/backend.js';
 import type { StorageBackend } from '../../src/store/ports.js';
 import type { Pool } from 'pg';
 import { PgResponseCache } from '../../src/store/postgres/cache.js';
@@ -17,7 +18,7 @@ import { migrate } from '../../src/store/postgres/schema.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import type { RedisClientType } from 'redis';
 import { RedisRateCounters } from '../../src/store/redis/rate-counters.js';
-import { freshPrefix, redisClient } from '../helpers/redis.js';
+import { freshPrefix, REDIS_URL, redisClient } from '../helpers/redis.js';
 
 /*
  * The backends every contract suite (test/contract/*.contract.ts) runs against. A new backend
@@ -152,7 +153,47 @@ const redis: BackendFactory = {
   },
 };
 
-export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater, postgres, redis];
+/**
+ * The shared backend whole, as `serve` opens it with storage.databaseUrl and storage.redisUrl
+ * set (store/open.ts): every port, with each replica's memory of keys and hot cache entries.
+ * A peer is another replica on the same database and Redis.
+ */
+const shared: BackendFactory = {
+  name: 'shared (postgres + redis)',
+  suites: ALL_SUITES,
+  async open(opts = {}) {
+    const db = await freshDatabase();
+    const keys = freshPrefix();
+    const clock = opts.clock ?? new FakeClock();
+    const config = validateConfig({
+      storage: { databaseUrl: db.url, redisUrl: REDIS_URL },
+      upstream: { url: 'http://127.0.0.1:1', apiKey: 'contract-test-key-0000' },
+    });
+    const open = new Set<SharedBackend>();
+    const handle = async (): Promise<Handle> => {
+      const backend = (await openStorage(config, { role: 'server', clock, redisPrefix: keys.prefix })) as SharedBackend;
+      open.add(backend);
+      return {
+        backend,
+        clock,
+        peer: handle,
+        crash: async () => {
+          open.delete(backend);
+          await backend.abandon();
+        },
+        cleanup: async () => {
+          for (const b of [...open]) await b.abandon();
+          open.clear();
+          await keys.drop();
+          await db.drop();
+        },
+      };
+    };
+    return handle();
+  },
+};
+
+export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater, postgres, redis, shared];
 
 /** Per port, the methods whose answer is a MaybePromise (the others answer at once by contract). */
 const MAYBE_LATER: Record<string, readonly string[]> = {

@@ -5,7 +5,7 @@ import { createClient, type RedisClientType } from 'redis';
  * Keys of their own per test on the machine's Redis (TOLLGATE_TEST_REDIS_URL; default the local
  * server's database 15, the tests' own), under a random prefix that `drop` deletes afterwards.
  */
-const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+export const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
 
 export async function redisClient(): Promise<RedisClientType> {
   const client = createClient({ url: REDIS_URL }) as RedisClientType;

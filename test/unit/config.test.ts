@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, validateConfig } from '../../src/config.js';
+import { configSummary } from '../../src/obs/config-summary.js';
 
 const EXAMPLE = join(import.meta.dirname, '../../config/tollgate.example.yaml');
 
@@ -47,6 +48,21 @@ describe('config', () => {
     expect([c.server.host, c.server.port, c.dataDir, c.upstream.url, c.upstream.apiKey, c.adminToken, c.logLevel]).toEqual([
       '127.0.0.2', 9, '/tmp/x', 'http://127.0.0.1:1', 'k', 'a'.repeat(16), 'silent',
     ]);
+  });
+
+  it('storage: both shared URLs from the environment, or neither (the embedded default)', () => {
+    const c = loadConfig({ env: { TOLLGATE_DATABASE_URL: 'postgres://u:p@db:5432/tg', TOLLGATE_REDIS_URL: 'redis://cache:6379/0' } });
+    expect(c.storage).toEqual({ databaseUrl: 'postgres://u:p@db:5432/tg', redisUrl: 'redis://cache:6379/0' });
+    expect(loadConfig({ env: {} }).storage).toEqual({ databaseUrl: null, redisUrl: null });
+    expect(loadConfig({ env: {} }).limits.onStoreFailure).toBe('open');
+  });
+
+  it('storage: a partial setting stops startup naming what is missing and how to set it', () => {
+    expect(() => loadConfig({ env: { TOLLGATE_DATABASE_URL: 'postgres://db/tg' } })).toThrow(/storage\.redisUrl: required when storage\.databaseUrl is set \(or set TOLLGATE_REDIS_URL\)/);
+    expect(() => loadConfig({ env: { TOLLGATE_REDIS_URL: 'redis://cache' } })).toThrow(/storage\.databaseUrl: required when storage\.redisUrl is set \(or set TOLLGATE_DATABASE_URL\)/);
+    expect(() => validateConfig({ storage: { databaseUrl: 'mysql://db/tg', redisUrl: 'redis://cache' } })).toThrow(/storage\.databaseUrl: must be a postgres:\/\/ or postgresql:\/\/ URL/);
+    expect(() => validateConfig({ storage: { databaseUrl: 'postgres://db/tg', redisUrl: 'http://cache' } })).toThrow(/storage\.redisUrl: must be a redis:\/\/ or rediss:\/\/ URL/);
+    expect(() => validateConfig({ limits: { onStoreFailure: 'maybe' } })).toThrow(/limits\.onStoreFailure/);
   });
 
   it('is frozen', () => {
@@ -93,5 +109,18 @@ describe('config', () => {
 
   it('a bad env value names the variable', () => {
     expect(() => loadConfig({ env: { TOLLGATE_PORT: 'eighty' } })).toThrow('TOLLGATE_PORT');
+  });
+});
+
+describe('the startup summary (obs/config-summary.ts)', () => {
+  it('names the shared backend and its URLs without their passwords', () => {
+    const c = validateConfig({ storage: { databaseUrl: 'postgres://tollgate:s3cret-pw@db:5432/tg', redisUrl: 'redis://:r3dis-pw@cache:6379/0' } });
+    const summary = configSummary(c);
+    expect(summary).toMatchObject({ storage: 'shared', dataDir: null });
+    const text = JSON.stringify(summary);
+    expect(text).toContain('db:5432/tg');
+    expect(text).not.toContain('s3cret-pw');
+    expect(text).not.toContain('r3dis-pw');
+    expect(configSummary(validateConfig({}))).toMatchObject({ storage: 'embedded', databaseUrl: null, redisUrl: null });
   });
 });

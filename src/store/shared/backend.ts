@@ -133,6 +133,23 @@ export class SharedBackend implements StorageBackend {
     }
   }
 
+  /**
+   * Drop the connections without writing what is batched — what `kill -9` leaves behind — so
+   * that tests can check what survives a crash (test/contract). Not for a running server.
+   */
+  abandon(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.flushTimer) clearInterval(this.flushTimer);
+      this.keys.close();
+      this.cache.close();
+      this.rates.close();
+      await this.changes.close();
+      this.redis.destroy();
+      await this.pool.end().catch(() => {});
+    })();
+    return this.closing;
+  }
+
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.flushTimer) clearInterval(this.flushTimer);
