@@ -89,9 +89,10 @@ export class SharedBackend implements StorageBackend {
   }
 
   /**
-   * PostgreSQL and Redis each probed. Only PostgreSQL decides `ok`: without it no charge can be
-   * recorded. Redis down is reported (rate limits then follow limits.onStoreFailure) but keeps
-   * the replica in rotation, as does PostgreSQL down on every replica at once.
+   * PostgreSQL and Redis each probed and reported, but neither makes the replica unready: an
+   * outage of a shared store is every replica's alike, and taking them all out of rotation
+   * would also stop the cache hits and remembered keys they still answer (misses get 503
+   * meanwhile). The gauges carry the outage to alerting.
    */
   async health(): Promise<StorageHealth> {
     const [database, redis] = await Promise.all([
@@ -101,7 +102,7 @@ export class SharedBackend implements StorageBackend {
     this.databaseOk = database === 'ok';
     if (!this.databaseOk) this.databaseFailures++;
     return {
-      ok: this.databaseOk,
+      ok: true,
       checks: { database, redis, change_notifications: this.changes.listening ? 'ok' : 'reconnecting' },
     };
   }
