@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RedisClientType } from 'redis';
 import { windowStart, type PolicyCount, type RatePolicy } from '../../domain/rate-limit.js';
 import type { RateCounters } from '../ports.js';
@@ -57,7 +58,7 @@ export class RedisRateCounters implements RateCounters {
   }
 
   async add(scope: string, policies: readonly RatePolicy[], now: number): Promise<PolicyCount[]> {
-    const counts = (await this.redis.eval(ADD, {
+    const counts = (await this.run(ADD, {
       keys: policies.map((p) => this.key(scope, p, now)),
       arguments: policies.map((p) => String(ttlMs(p, now))),
     })) as number[];
@@ -65,11 +66,24 @@ export class RedisRateCounters implements RateCounters {
   }
 
   async take(scope: string, policies: readonly RatePolicy[], now: number): Promise<{ taken: boolean; counts: PolicyCount[] }> {
-    const [taken, ...counts] = (await this.redis.eval(TAKE, {
+    const [taken, ...counts] = (await this.run(TAKE, {
       keys: policies.map((p) => this.key(scope, p, now)),
       arguments: policies.flatMap((p) => [String(p.limit), p.enforced ? '1' : '0', String(ttlMs(p, now))]),
     })) as number[];
     return { taken: taken === 1, counts: policies.map((policy, i) => ({ policy, count: counts[i]! })) };
+  }
+
+  /**
+   * A script by its SHA-1 (EVALSHA): the text, sent once per Redis (after a restart or a
+   * SCRIPT FLUSH, when Redis answers NOSCRIPT), not with every request.
+   */
+  private async run(script: string, args: { keys: string[]; arguments: string[] }): Promise<unknown> {
+    try {
+      return await this.redis.evalSha(sha1(script), args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return this.redis.eval(script, args);
+    }
   }
 
   /** Every count is written as it is made. */
@@ -78,6 +92,13 @@ export class RedisRateCounters implements RateCounters {
   private key(scope: string, p: RatePolicy, now: number): string {
     return `${this.prefix}rate:${p.windowMs}:${windowStart(p, now)}:${scope}`;
   }
+}
+
+const SHAS = new Map<string, string>();
+function sha1(script: string): string {
+  let sha = SHAS.get(script);
+  if (sha === undefined) SHAS.set(script, (sha = createHash('sha1').update(script).digest('hex')));
+  return sha;
 }
 
 /** From `now` (the caller's clock, not Redis's) to the end of the window, plus the slack. */
