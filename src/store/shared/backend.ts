@@ -66,7 +66,7 @@ export class SharedBackend implements StorageBackend {
     const clock: Clock = opts.clock ?? systemClock;
     const log = opts.log;
     const server = opts.role === 'server';
-    const pool = openPool(databaseUrl, { max: server ? 20 : 4 });
+    const pool = openPool(databaseUrl, { max: server ? 10 : 4 });
     let redis: RedisClientType | null = null;
     let changes: PgChangeFeed | null = null;
     try {
