@@ -50,3 +50,23 @@ export class StorageMissing extends StartupError {
     super(`no ${storage} at ${location}`, 'ENOENT');
   }
 }
+
+/**
+ * Another `serve` holds the data directory (store/sqlite/serve-lock.ts). Two servers on one
+ * directory would each count the short rate windows in their own memory and so admit every
+ * limit twice; several replicas are what the shared backend is for.
+ */
+export class DataDirInUse extends StartupError {
+  override name = 'DataDirInUse';
+
+  constructor(
+    /** The data directory, as resolved from the configuration. */
+    readonly dir: string,
+  ) {
+    super(
+      `data directory ${dir} is in use by another Tollgate server; run one server per data directory, ` +
+        'and for several replicas use the shared backend (set TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL)',
+      'EBUSY',
+    );
+  }
+}

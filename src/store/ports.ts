@@ -239,7 +239,8 @@ export type StoragePart = 'main' | 'cache';
 /** How store/open.ts opens a backend. */
 export interface BackendOptions {
   /**
-   * `server`: the long-lived gateway; every part is opened at once, its writes are gated
+   * `server`: the long-lived gateway, one per data directory of the embedded backend (a
+   * second is refused: DataDirInUse); every part is opened at once, its writes are gated
    * (write-gate.ts), reports are read off the event loop, background work runs, and the
    * reservations of a dead process are charged before it serves. `cli`: a one-shot command;
    * a part is opened when first used (or at once when listed in `open`), writes wait for

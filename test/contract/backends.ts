@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateConfig } from '../../src/config.js';
 import { FakeClock, type Clock } from '../../src/domain/clock.js';
-import { openBackend, openStorage } from '../../src/store/open.js';
+import { DataDirInUse } from '../../src/domain/startup-error.js';
+import { openBackend, openStorage, type SqliteBackend } from '../../src/store/open.js';
 import type { SharedBackend } from '../../src/store/shared/backend.js';
 import type { StorageBackend } from '../../src/store/ports.js';
 import type { Pool } from 'pg';
@@ -37,7 +38,10 @@ export interface OpenOptions {
 export interface Handle {
   readonly backend: StorageBackend;
   readonly clock: FakeClock;
-  /** Another process on the same storage (its own connections and memory). Usable after this one closed or crashed. */
+  /**
+   * Another process on the same storage (its own connections and memory). Usable after this
+   * one closed or crashed. The embedded backend's is a command while a server runs on it.
+   */
   peer(): Promise<Handle>;
   /** Die: connections dropped without a flush; what was only in memory is lost. */
   crash(): Promise<void>;
@@ -245,9 +249,19 @@ function sqliteHandle(storage: Storage, clock: FakeClock): Handle {
   };
 }
 
-/** The embedded backend as `serve` opens it (store/open.ts), on the storage's data directory. */
+/**
+ * The embedded backend as `serve` opens it (store/open.ts), on the storage's data directory;
+ * while a server still holds the directory, as a command opens it: one server per data
+ * directory (serve-lock.ts), so the other process beside a running server is the CLI.
+ */
 function openSqlite(dir: string, clock: Clock): { backend: StorageBackend; crash(): Promise<void> } {
   const config = validateConfig({ dataDir: dir, upstream: { url: 'http://127.0.0.1:1', apiKey: 'contract-test-key-0000' } });
-  const backend = openBackend(config, { role: 'server', clock });
+  let backend: SqliteBackend;
+  try {
+    backend = openBackend(config, { role: 'server', clock });
+  } catch (err) {
+    if (!(err instanceof DataDirInUse)) throw err;
+    backend = openBackend(config, { role: 'cli', clock });
+  }
   return { backend, crash: () => backend.abandon() };
 }

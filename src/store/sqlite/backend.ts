@@ -19,6 +19,7 @@ import type { LimitStore } from './limits.js';
 import { mainDbPath } from './main-file.js';
 import { MainStores, type PartOptions } from './main-stores.js';
 import { ReadWorker } from './read-worker.js';
+import { ServeLock } from './serve-lock.js';
 
 const NAMES: Record<StoragePart, string> = { main: 'tollgate.db', cache: 'cache.db' };
 
@@ -26,7 +27,8 @@ const NAMES: Record<StoragePart, string> = { main: 'tollgate.db', cache: 'cache.
  * The embedded backend: tollgate.db (keys, rate windows, credits, ledger) and cache.db (the
  * provider's answers) in the data directory. Its ports answer with values, never promises.
  *
- * The server's opens both at once (tollgate.db first), gates its writes, checkpoints the WALs
+ * The server's holds the data directory against another server (serve-lock.ts) for as long as
+ * it runs, opens both at once (tollgate.db first), gates its writes, checkpoints the WALs
  * and reads reports on worker threads, prunes the ledger and charges a dead process's
  * reservations before it serves. A command's opens a database when a port of it is first
  * used (or at once when listed in `open`), so that `cache` commands never touch tollgate.db
@@ -45,6 +47,7 @@ export class SqliteBackend implements StorageBackend {
   private readonly part: PartOptions;
   private readonly reader: ReadWorker | null;
   private readonly checkpointer: Checkpointer | null = null;
+  private readonly lock: ServeLock | null = null;
   private closing: Promise<void> | null = null;
 
   constructor(
@@ -56,6 +59,8 @@ export class SqliteBackend implements StorageBackend {
     this.part = { config, server, clock: opts.clock ?? systemClock, log: opts.log, create: opts.create ?? true, reader: this.reader };
     this.changes = new DataVersionFeed((topic) => (topic === 'keys' ? this.main?.db : this.cacheDb?.db) ?? null);
     try {
+      // Before any database: a second server would charge the first's calls in flight as a dead process's.
+      if (server) this.lock = ServeLock.take(config.dataDir);
       for (const part of server ? (['main', 'cache'] as const) : (opts.open ?? [])) this.opened(part);
       if (server) {
         this.checkpointer = new Checkpointer([this.main!.db.name, this.cacheDb!.db.name], {
@@ -68,6 +73,7 @@ export class SqliteBackend implements StorageBackend {
       void this.reader?.close();
       this.main?.db.close();
       this.cacheDb?.db.close();
+      this.lock?.release();
       throw err;
     }
   }
@@ -147,13 +153,15 @@ export class SqliteBackend implements StorageBackend {
       await this.checkpointer?.close();
       this.main?.db.close();
       this.cacheDb?.db.close();
+      this.lock?.release();
     })();
     return this.closing;
   }
 
   /**
-   * Drop the connections without writing what is batched — what `kill -9` leaves behind — so
-   * that tests can check what survives a crash (test/contract). Not for a running server.
+   * Drop the connections (and the data directory's lock, as the OS would) without writing what
+   * is batched — what `kill -9` leaves behind — so that tests can check what survives a crash
+   * (test/contract). Not for a running server.
    */
   async abandon(): Promise<void> {
     if (this.closing) return this.closing;
@@ -164,6 +172,7 @@ export class SqliteBackend implements StorageBackend {
       await this.checkpointer?.close();
       this.main?.db.close();
       this.cacheDb?.db.close();
+      this.lock?.release();
     })();
     return this.closing;
   }

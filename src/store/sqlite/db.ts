@@ -56,7 +56,7 @@ export function openDatabase(file: string, migrations: readonly Migration[], opt
  * SQLite creates files 0644 (less the umask) and gives the -wal and -shm files the mode of
  * the database file, so creating the empty file 0600 first makes all three owner-only.
  */
-function createOwnerOnly(path: string): void {
+export function createOwnerOnly(path: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   try {
     closeSync(openSync(path, 'wx', 0o600));
@@ -78,7 +78,7 @@ function configure(db: DB, migrations: readonly Migration[], opts: OpenOptions):
 }
 
 /** The everyday causes as one line with the path; anything else unchanged (a bug has a stack). */
-function openError(err: unknown, path: string): unknown {
+export function openError(err: unknown, path: string): unknown {
   if (err instanceof StartupError) return err;
   const code = (err as { code?: string }).code ?? '';
   const fix = 'fix its owner or mode, or set --data-dir / TOLLGATE_DATA_DIR';
