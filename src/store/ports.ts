@@ -91,7 +91,8 @@ export interface RefusingBudget {
  * Credits: settled usage per scope and period, and reservations of provider calls in flight,
  * keyed by request id. A reservation is durable before the provider is called and ends only
  * with its ledger row (Ledger.record), so one left by a crash is charged at the next start
- * (Ledger.recoverAbandoned).
+ * (Ledger.recoverAbandoned) or, with a shared backend, by another replica once the dead one's
+ * lease has expired.
  */
 export interface Credits {
   /** Settled credits of `scope` in the period containing `now`. */
@@ -128,6 +129,11 @@ export interface LedgerBacklog {
  * one atomic change before `record` returns (or its promise resolves); zero-credit rows may
  * be batched. `record` never throws for storage: a row that cannot be written is kept and
  * retried, its reservation still holding the budget.
+ *
+ * A request id is recorded once, with one exception: a settled row of a request whose
+ * reservation was charged as abandoned (unsettled, at its estimate) replaces that row, the
+ * budgets moving by the difference. Only a shared backend meets it: a replica cut off from
+ * the database past its lease, whose reservations another replica charged meanwhile.
  */
 export interface Ledger {
   record(row: LedgerRow): MaybePromise<void>;
@@ -136,7 +142,12 @@ export interface Ledger {
   backlog(): LedgerBacklog;
   /** Usage totals over [from, to), grouped; rejects with UsageRangePruned (domain/ledger.ts). */
   report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]>;
-  /** Charge every reservation a dead process left, at its estimate, marked unsettled. */
+  /**
+   * Charge every reservation a dead process left, at its estimate, marked unsettled, each
+   * once however many processes run this at the same time. Never a live process's: with one
+   * process per storage (embedded) every reservation but this process's own is a dead one's;
+   * a shared backend knows the dead by their expired leases (store/postgres/lease.ts).
+   */
   recoverAbandoned(): MaybePromise<{ requests: number; credits: number }>;
 }
 

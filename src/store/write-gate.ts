@@ -6,7 +6,10 @@ export class StorageUnavailable extends Error {
   override name = 'StorageUnavailable';
   constructor(
     readonly database: string,
-    /** The SQLite code of the failure that closed the gate, e.g. SQLITE_BUSY or SQLITE_FULL. */
+    /**
+     * The SQLite code of the failure that closed the gate, e.g. SQLITE_BUSY or SQLITE_FULL;
+     * LEASE_LAPSED: a replica of the shared backend whose lease may have lapsed (it reserves nothing until renewed).
+     */
     readonly code: string,
     /** Milliseconds until the gate lets the next write try. */
     readonly retryInMs: number,

@@ -7,12 +7,13 @@ import { DataDirInUse } from '../../src/domain/startup-error.js';
 import { openBackend, openStorage, type SqliteBackend } from '../../src/store/open.js';
 import type { SharedBackend } from '../../src/store/shared/backend.js';
 import type { StorageBackend } from '../../src/store/ports.js';
-import type { Pool } from 'pg';
+import pg, { type Pool } from 'pg';
 import { PgResponseCache } from '../../src/store/postgres/cache.js';
 import { PgChangeFeed } from '../../src/store/postgres/change-feed.js';
 import { PgCredits } from '../../src/store/postgres/credits.js';
 import { PgKeys } from '../../src/store/postgres/keys.js';
 import { LastUsedBatcher } from '../../src/store/last-used.js';
+import { ReplicaLease } from '../../src/store/postgres/lease.js';
 import { PgLedger } from '../../src/store/postgres/ledger.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { migrate } from '../../src/store/postgres/schema.js';
@@ -26,8 +27,13 @@ import { freshPrefix, REDIS_URL, redisClient } from '../helpers/redis.js';
  * (PostgreSQL + Redis, issue #12's multi-replica follow-up) is one more entry in BACKENDS.
  */
 
-export type SuiteName = 'keys' | 'rates' | 'credits' | 'ledger' | 'cache' | 'changes' | 'backend';
-export const ALL_SUITES: readonly SuiteName[] = ['keys', 'rates', 'credits', 'ledger', 'cache', 'changes', 'backend'];
+export type SuiteName = 'keys' | 'rates' | 'credits' | 'ledger' | 'cache' | 'changes' | 'backend' | 'replicas';
+/**
+ * Every suite but `replicas`: several live processes serving from one storage, each charging
+ * only the dead ones' reservations, which only a shared backend supports (the embedded one
+ * serves from one process, and charges every reservation but its own).
+ */
+export const COMMON_SUITES: readonly SuiteName[] = ['keys', 'rates', 'credits', 'ledger', 'cache', 'changes', 'backend'];
 
 export interface OpenOptions {
   /** The clock of every handle on the storage (a new FakeClock at 2026-01-01 when absent). */
@@ -64,7 +70,7 @@ interface Storage {
 
 const sqlite: BackendFactory = {
   name: 'sqlite',
-  suites: ALL_SUITES,
+  suites: COMMON_SUITES,
   async open(opts = {}) {
     const storage: Storage = { dir: mkdtempSync(join(tmpdir(), 'tollgate-contract-')), open: new Set() };
     return sqliteHandle(storage, opts.clock ?? new FakeClock());
@@ -77,37 +83,45 @@ const sqlite: BackendFactory = {
  */
 const sqliteAnsweringLater: BackendFactory = {
   name: 'sqlite, answering with promises',
-  suites: ALL_SUITES,
+  suites: COMMON_SUITES,
   open: async (opts) => later(await sqlite.open(opts)),
 };
 
 /**
  * The shared backend (PostgreSQL; issue #13) as far as it is built: keys, credits, the ledger,
  * the cache and the change feed. Its handle
- * carries only the ports built so far, and it runs only their suites.
+ * carries only the ports built so far, and it runs only their suites. Each handle is a replica
+ * with its own lease (store/postgres/lease.ts); one crashed stops heartbeating, and its lease
+ * is then made to expire at once (its row aged past the lease), as it would leaseMs later.
  */
 const postgres: BackendFactory = {
   name: 'postgres',
-  suites: ['keys', 'credits', 'ledger', 'cache', 'changes'],
+  suites: ['keys', 'credits', 'ledger', 'cache', 'changes', 'replicas'],
   async open(opts = {}) {
     const db = await freshDatabase();
     const clock = opts.clock ?? new FakeClock();
     const pools = new Set<Pool>();
     const feeds = new Set<PgChangeFeed>();
+    const leases = new Set<ReplicaLease>();
     const handle = async (): Promise<Handle> => {
       const pool = openPool(db.url);
       pools.add(pool);
       await migrate(pool);
-      const credits = new PgCredits(pool);
-      const ledger = new PgLedger(pool, credits);
+      const lease = await ReplicaLease.start(pool);
+      leases.add(lease);
+      const credits = new PgCredits(pool, lease.id, lease);
+      const ledger = new PgLedger(pool, credits, { leaseMs: lease.leaseMs });
       const cache = await PgResponseCache.open(pool);
       const changes = await PgChangeFeed.open(db.url);
       feeds.add(changes);
       const keys = new PgKeys(pool, clock);
       const backend = { kind: 'postgres', keys, lastUsed: new LastUsedBatcher(keys), credits, ledger, cache, changes } as Partial<StorageBackend> as StorageBackend;
       const end = async () => {
+        lease.abandon();
+        leases.delete(lease);
         if (feeds.delete(changes)) await changes.close();
         if (pools.delete(pool)) await pool.end();
+        await expireLease(db.url, lease);
       };
       return {
         backend,
@@ -115,6 +129,8 @@ const postgres: BackendFactory = {
         peer: handle,
         crash: end,
         cleanup: async () => {
+          for (const l of leases) l.abandon();
+          leases.clear();
           for (const f of [...feeds]) await f.close();
           feeds.clear();
           for (const p of [...pools]) await p.end();
@@ -126,6 +142,17 @@ const postgres: BackendFactory = {
     return handle();
   },
 };
+
+/** The lease interval passing at once for a replica that stopped heartbeating. */
+async function expireLease(url: string, lease: ReplicaLease): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(`UPDATE replicas SET heartbeat_at = now() - $2 * interval '1 millisecond' WHERE id = $1`, [lease.id, lease.leaseMs + 1_000]);
+  } finally {
+    await c.end();
+  }
+}
 
 /** The shared backend's Redis part (issue #13) as far as it is built: the rate counters. */
 const redis: BackendFactory = {

@@ -5,6 +5,7 @@ import { creditsContract } from './credits.contract.js';
 import { keysContract } from './keys.contract.js';
 import { ledgerContract } from './ledger.contract.js';
 import { rateCountersContract } from './rate-counters.contract.js';
+import { replicasContract } from './replicas.contract.js';
 import { responseCacheContract } from './response-cache.contract.js';
 
 /**
@@ -20,6 +21,7 @@ const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
   cache: responseCacheContract,
   changes: changeFeedContract,
   backend: backendContract,
+  replicas: replicasContract,
 };
 
 for (const factory of BACKENDS) for (const suite of factory.suites) SUITES[suite](factory);

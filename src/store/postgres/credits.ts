@@ -1,7 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
-import { budgetState, PERIODS, periodStart, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
+import { budgetState, PERIODS, periodStart, PROVIDER_SCOPE, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
 import type { Reservation } from '../../domain/ledger.js';
 import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
+import { StorageUnavailable } from '../write-gate.js';
 import { inTransaction } from './pool.js';
 
 type Queryable = Pool | PoolClient;
@@ -15,12 +16,22 @@ const SCOPE_LOCK = 0x54474352;
  * transaction holding an advisory lock per scope, so that replicas reserving against the same
  * budget take turns and never oversubscribe it; settling is the ledger row's transaction
  * (PgLedger), which moves the charge from reserved to used in one commit.
+ *
+ * Each reservation names its owner, the replica's lease id (lease.ts): another replica charges
+ * it only once that lease has expired. A replica whose lease may have lapsed reserves nothing
+ * (StorageUnavailable, code LEASE_LAPSED: the call is refused with a 503) until it is renewed.
  */
 export class PgCredits implements Credits {
   /** This process's reservations not yet settled: what reservedFor and inFlight answer. */
   private readonly mine = new Map<string, number>();
 
-  constructor(private readonly pool: Pool) {}
+  constructor(
+    private readonly pool: Pool,
+    /** The replica's lease id (ReplicaLease.id), written in each reservation. */
+    readonly owner: string,
+    /** The lease itself, asked before each reservation; none for a process that never reserves (the CLI). */
+    private readonly lease?: { healthy(): boolean; readonly heartbeatMs: number },
+  ) {}
 
   async used(scope: string, period: Period, now: number): Promise<number> {
     return usedIn(this.pool, scope, period, now);
@@ -35,6 +46,7 @@ export class PgCredits implements Credits {
   }
 
   async tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): Promise<RefusingBudget | null> {
+    if (this.lease && !this.lease.healthy()) throw new StorageUnavailable('postgres', 'LEASE_LAPSED', this.lease.heartbeatMs);
     const refused = await inTransaction(this.pool, async (client) => {
       // In one order whatever the caller's, so that two reservations never wait on each other.
       for (const scope of [...new Set(limits.map((l) => l.scope))].sort()) {
@@ -47,8 +59,8 @@ export class PgCredits implements Credits {
         if (state) return { scope: limits[i]!.scope, state };
       }
       await client.query(
-        'INSERT INTO reservations (request_id, ts, key_id, endpoint, identity, estimate, scopes) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (request_id) DO UPDATE SET estimate = excluded.estimate, scopes = excluded.scopes',
-        [r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate, limits.map((l) => l.scope)],
+        'INSERT INTO reservations (request_id, ts, key_id, endpoint, identity, estimate, scopes, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO UPDATE SET estimate = excluded.estimate, scopes = excluded.scopes, owner = excluded.owner',
+        [r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate, limits.map((l) => l.scope), this.owner],
       );
       return null;
     });
@@ -70,17 +82,42 @@ export class PgCredits implements Credits {
   }
 }
 
-/** Inside the ledger row's transaction: the charge added to every scope, in every period. */
-export async function chargeIn(client: PoolClient, scopes: readonly string[], credits: number, ts: number): Promise<void> {
-  for (const scope of scopes) {
-    for (const p of PERIODS) {
-      await client.query(
-        'INSERT INTO credit_usage (scope, period, start, used) VALUES ($1, $2, $3, $4) ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used',
-        [scope, p, periodStart(p, ts), credits],
-      );
+/** Credits charged to a request's key and the provider at `ts` (negative: taken back). */
+export interface Charge {
+  readonly keyId: string;
+  readonly credits: number;
+  readonly ts: number;
+}
+
+/**
+ * Inside a ledger transaction: the charges added to every scope, in every period, in one
+ * statement. Its rows are locked in one order (scope, period, start) whatever the charges, so
+ * that transactions charging several requests (a recovery, a replaced estimate) never wait on
+ * each other in a cycle.
+ */
+export async function chargeIn(client: PoolClient, charges: readonly Charge[]): Promise<void> {
+  const sums = new Map<string, { scope: string; period: Period; start: number; credits: number }>();
+  for (const c of charges) {
+    for (const scope of [c.keyId, PROVIDER_SCOPE]) {
+      for (const period of PERIODS) {
+        const start = periodStart(period, c.ts);
+        const id = JSON.stringify([scope, period, start]);
+        const sum = sums.get(id) ?? { scope, period, start, credits: 0 };
+        sum.credits += c.credits;
+        sums.set(id, sum);
+      }
     }
   }
+  const rows = [...sums.values()].filter((s) => s.credits !== 0).sort((a, b) => cmp(a.scope, b.scope) || cmp(a.period, b.period) || a.start - b.start);
+  if (rows.length === 0) return;
+  await client.query(
+    `INSERT INTO credit_usage (scope, period, start, used) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+     ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used`,
+    [rows.map((r) => r.scope), rows.map((r) => r.period), rows.map((r) => r.start), rows.map((r) => r.credits)],
+  );
 }
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 async function usedIn(db: Queryable, scope: string, period: Period, now: number): Promise<number> {
   const r = await db.query<{ used: string }>('SELECT used FROM credit_usage WHERE scope = $1 AND period = $2 AND start = $3', [scope, period, periodStart(period, now)]);

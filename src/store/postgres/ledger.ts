@@ -1,33 +1,11 @@
 import type { Pool } from 'pg';
-import { PROVIDER_SCOPE } from '../../domain/credits.js';
 import type { LedgerRow, UsageGroup, UsageRow } from '../../domain/ledger.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn, type PgCredits } from './credits.js';
+import { DEFAULT_LEASE_MS } from './lease.js';
+import { INSERT_MANY, INSERT_ONE, REPLACE, TYPES, values } from './ledger-rows.js';
 import { inTransaction } from './pool.js';
-
-const COLUMNS = 'request_id, ts, key_id, endpoint, identity, cache, status, code, credits, credits_saved, upstream_ms, total_ms, upstream_request_id, unsettled';
-
-const values = (r: LedgerRow): unknown[] => [
-  r.requestId,
-  r.ts,
-  r.keyId,
-  r.endpoint,
-  r.identity,
-  r.cache,
-  r.status,
-  r.code,
-  r.credits,
-  r.creditsSaved,
-  r.upstreamMs,
-  r.totalMs,
-  r.upstreamRequestId,
-  r.unsettled ?? false,
-];
-
-/** Column types, in COLUMNS' order, for the batch insert's arrays. */
-const TYPES = ['text', 'bigint', 'text', 'text', 'text', 'text', 'integer', 'text', 'bigint', 'bigint', 'float8', 'float8', 'text', 'boolean'];
-const INSERT_ONE = `INSERT INTO ledger (${COLUMNS}) VALUES (${TYPES.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (request_id) DO NOTHING`;
-const INSERT_MANY = `INSERT INTO ledger (${COLUMNS}) SELECT * FROM unnest(${TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) ON CONFLICT (request_id) DO NOTHING`;
+import { recoverAbandonedIn } from './recovery.js';
 
 const GROUP: Record<UsageGroup, { id: string; name: string }> = {
   key: { id: 'l.key_id', name: 'COALESCE(k.name, l.key_id)' },
@@ -42,6 +20,11 @@ const GROUP: Record<UsageGroup, { id: string; name: string }> = {
  * by flush(), one statement each. A request id is recorded once, whatever the retries. A
  * charged row that cannot be written is kept and retried by flush(); its reservation holds
  * the budget meanwhile, and a crash leaves it to recoverAbandoned.
+ *
+ * One exception to "recorded once": a settled row whose request was charged as abandoned (its
+ * replica cut off from the database past its lease, its reservation recovered by another)
+ * replaces that unsettled estimate, and the budgets move by the difference, so that the ledger
+ * keeps the provider's figure and nothing is charged twice.
  */
 export class PgLedger implements Ledger {
   private pending: LedgerRow[] = [];
@@ -51,6 +34,8 @@ export class PgLedger implements Ledger {
   constructor(
     private readonly pool: Pool,
     private readonly credits: PgCredits,
+    /** Every replica's lease (ReplicaLease.leaseMs): past it without a heartbeat, a replica's reservations are abandoned. */
+    private readonly opts: { readonly leaseMs?: number } = {},
   ) {}
 
   async record(row: LedgerRow): Promise<void> {
@@ -111,48 +96,30 @@ export class PgLedger implements Ledger {
   }
 
   /**
-   * Charge the reservations no process of this installation holds any more, at their
-   * estimates, marked unsettled. Which are abandoned is known only with one process per
-   * storage today (every reservation but this process's own); several replicas need a lease
-   * per process (issue #13).
+   * Charge the reservations of replicas whose lease has expired (and those naming no replica,
+   * written before leases), never this replica's own, at their estimates, marked unsettled.
+   * Several replicas may run it at once: each reservation is charged by one (recovery.ts).
    */
   async recoverAbandoned(): Promise<{ requests: number; credits: number }> {
-    const r = await this.pool.query<{ request_id: string; ts: string; key_id: string; endpoint: string; identity: string | null; estimate: string }>(
-      'SELECT request_id, ts, key_id, endpoint, identity, estimate FROM reservations ORDER BY ts',
-    );
-    let requests = 0;
-    let credits = 0;
-    for (const x of r.rows) {
-      if (this.credits.reservedFor(x.request_id) !== null) continue;
-      const estimate = Number(x.estimate);
-      await this.writeSettled({
-        requestId: x.request_id,
-        ts: Number(x.ts),
-        keyId: x.key_id,
-        endpoint: x.endpoint,
-        identity: x.identity,
-        cache: null,
-        status: 0,
-        code: null,
-        credits: estimate,
-        creditsSaved: 0,
-        upstreamMs: null,
-        totalMs: null,
-        upstreamRequestId: null,
-        unsettled: true,
-      });
-      requests++;
-      credits += estimate;
-    }
-    return { requests, credits };
+    return recoverAbandonedIn(this.pool, this.credits.owner, this.opts.leaseMs ?? DEFAULT_LEASE_MS);
   }
 
   /** The row, its charge and the end of its reservation: one transaction. */
   private async writeSettled(row: LedgerRow): Promise<void> {
     await inTransaction(this.pool, async (client) => {
-      const inserted = await client.query(INSERT_ONE, values(row));
-      if ((inserted.rowCount ?? 0) > 0 && row.credits > 0) await chargeIn(client, [row.keyId, PROVIDER_SCOPE], row.credits, row.ts);
+      // The reservation first: a recovery charging it right now holds it, and this waits for
+      // that to commit, so that the ledger row it wrote is seen below.
       await client.query('DELETE FROM reservations WHERE request_id = $1', [row.requestId]);
+      const inserted = await client.query(INSERT_ONE, values(row));
+      if ((inserted.rowCount ?? 0) > 0) return chargeIn(client, [row]);
+      if (row.unsettled) return;
+      const prev = await client.query<{ key_id: string; ts: string; credits: string }>('SELECT key_id, ts, credits FROM ledger WHERE request_id = $1 AND unsettled FOR UPDATE', [
+        row.requestId,
+      ]);
+      const estimate = prev.rows[0];
+      if (!estimate) return;
+      await client.query(REPLACE, values(row));
+      await chargeIn(client, [{ keyId: estimate.key_id, ts: Number(estimate.ts), credits: -Number(estimate.credits) }, row]);
     });
     this.credits.forget(row.requestId);
   }

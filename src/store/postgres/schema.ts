@@ -86,19 +86,36 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX cache_entries_lru ON cache_entries (last_access);
    CREATE TABLE cache_counters (name text PRIMARY KEY, value bigint NOT NULL);
    INSERT INTO cache_counters (name, value) VALUES ('bytes', 0), ('entries', 0), ('hits', 0), ('misses', 0)`,
+  // 4: leases (issue #13). A reservation names the replica that holds it; a replica alive
+  // heartbeats its row with the database's clock (the replicas' own clocks differ). A
+  // reservation whose owner has no fresh row (or none: written before this version) is
+  // abandoned, charged by any replica (PgLedger.recoverAbandoned).
+  `ALTER TABLE reservations ADD COLUMN owner text;
+   CREATE INDEX reservations_owner ON reservations (owner);
+   CREATE TABLE replicas (
+     id           text PRIMARY KEY,
+     started_at   timestamptz DEFAULT now(),
+     heartbeat_at timestamptz NOT NULL,
+     host         text,
+     pid          integer
+   )`,
 ];
 
-/** Bring the schema up to date; returns the version it was at. Safe to run from many processes at once. */
-export async function migrate(pool: Pool): Promise<{ from: number; to: number }> {
+/**
+ * Bring the schema up to date; returns the version it was at. Safe to run from many processes
+ * at once. `upTo` stops at an older version: how a test makes the database a previous release left.
+ */
+export async function migrate(pool: Pool, upTo = MIGRATIONS.length): Promise<{ from: number; to: number }> {
   return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await client.query('CREATE TABLE IF NOT EXISTS tollgate_schema (version integer NOT NULL)');
     const from = await version(client);
     if (from > MIGRATIONS.length) throw new Error(`the database's schema (version ${from}) is newer than this build's (${MIGRATIONS.length}); upgrade Tollgate`);
-    for (let v = from; v < MIGRATIONS.length; v++) await client.query(MIGRATIONS[v]!);
+    const to = Math.max(from, Math.min(upTo, MIGRATIONS.length));
+    for (let v = from; v < to; v++) await client.query(MIGRATIONS[v]!);
     await client.query('DELETE FROM tollgate_schema');
-    await client.query('INSERT INTO tollgate_schema (version) VALUES ($1)', [MIGRATIONS.length]);
-    return { from, to: MIGRATIONS.length };
+    await client.query('INSERT INTO tollgate_schema (version) VALUES ($1)', [to]);
+    return { from, to };
   });
 }
 
