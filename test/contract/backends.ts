@@ -7,20 +7,9 @@ import { DataDirInUse } from '../../src/domain/startup-error.js';
 import { openBackend, openStorage, type SqliteBackend } from '../../src/store/open.js';
 import type { SharedBackend } from '../../src/store/shared/backend.js';
 import type { StorageBackend } from '../../src/store/ports.js';
-import pg, { type Pool } from 'pg';
-import { PgResponseCache } from '../../src/store/postgres/cache.js';
-import { PgChangeFeed } from '../../src/store/postgres/change-feed.js';
-import { PgCredits } from '../../src/store/postgres/credits.js';
-import { PgKeys } from '../../src/store/postgres/keys.js';
-import { LastUsedBatcher } from '../../src/store/last-used.js';
-import { ReplicaLease } from '../../src/store/postgres/lease.js';
-import { PgLedger } from '../../src/store/postgres/ledger.js';
-import { openPool } from '../../src/store/postgres/pool.js';
-import { migrate } from '../../src/store/postgres/schema.js';
+import pg from 'pg';
 import { freshDatabase } from '../helpers/postgres.js';
-import type { RedisClientType } from 'redis';
-import { RedisRateCounters } from '../../src/store/redis/rate-counters.js';
-import { freshPrefix, REDIS_URL, redisClient } from '../helpers/redis.js';
+import { freshPrefix, REDIS_URL } from '../helpers/redis.js';
 
 /*
  * The backends every contract suite (test/contract/*.contract.ts) runs against. A new backend
@@ -87,102 +76,16 @@ const sqliteAnsweringLater: BackendFactory = {
   open: async (opts) => later(await sqlite.open(opts)),
 };
 
-/**
- * The shared backend (PostgreSQL; issue #13) as far as it is built: keys, credits, the ledger,
- * the cache and the change feed. Its handle
- * carries only the ports built so far, and it runs only their suites. Each handle is a replica
- * with its own lease (store/postgres/lease.ts); one crashed stops heartbeating, and its lease
- * is then made to expire at once (its row aged past the lease), as it would leaseMs later.
- */
-const postgres: BackendFactory = {
-  name: 'postgres',
-  suites: ['keys', 'credits', 'ledger', 'cache', 'changes', 'replicas'],
-  async open(opts = {}) {
-    const db = await freshDatabase();
-    const clock = opts.clock ?? new FakeClock();
-    const pools = new Set<Pool>();
-    const feeds = new Set<PgChangeFeed>();
-    const leases = new Set<ReplicaLease>();
-    const handle = async (): Promise<Handle> => {
-      const pool = openPool(db.url);
-      pools.add(pool);
-      await migrate(pool);
-      const lease = await ReplicaLease.start(pool);
-      leases.add(lease);
-      const credits = new PgCredits(pool, lease.id, lease);
-      const ledger = new PgLedger(pool, credits, { leaseMs: lease.leaseMs });
-      const cache = await PgResponseCache.open(pool);
-      const changes = await PgChangeFeed.open(db.url);
-      feeds.add(changes);
-      const keys = new PgKeys(pool, clock);
-      const backend = { kind: 'postgres', keys, lastUsed: new LastUsedBatcher(keys), credits, ledger, cache, changes } as Partial<StorageBackend> as StorageBackend;
-      const end = async () => {
-        lease.abandon();
-        leases.delete(lease);
-        if (feeds.delete(changes)) await changes.close();
-        if (pools.delete(pool)) await pool.end();
-        await expireLease(db.url, lease);
-      };
-      return {
-        backend,
-        clock,
-        peer: handle,
-        crash: end,
-        cleanup: async () => {
-          for (const l of leases) l.abandon();
-          leases.clear();
-          for (const f of [...feeds]) await f.close();
-          feeds.clear();
-          for (const p of [...pools]) await p.end();
-          pools.clear();
-          await db.drop();
-        },
-      };
-    };
-    return handle();
-  },
-};
-
-/** The lease interval passing at once for a replica that stopped heartbeating. */
-async function expireLease(url: string, lease: ReplicaLease): Promise<void> {
+/** The lease interval passing at once for a replica that stopped heartbeating (as it would leaseMs later). */
+async function expireLease(url: string, replica: { id: string; leaseMs: number }): Promise<void> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    await c.query(`UPDATE replicas SET heartbeat_at = now() - $2 * interval '1 millisecond' WHERE id = $1`, [lease.id, lease.leaseMs + 1_000]);
+    await c.query(`UPDATE replicas SET heartbeat_at = now() - $2 * interval '1 millisecond' WHERE id = $1`, [replica.id, replica.leaseMs + 1_000]);
   } finally {
     await c.end();
   }
 }
-
-/** The shared backend's Redis part (issue #13) as far as it is built: the rate counters. */
-const redis: BackendFactory = {
-  name: 'redis',
-  suites: ['rates'],
-  async open(opts = {}) {
-    const keys = freshPrefix();
-    const clock = opts.clock ?? new FakeClock();
-    const clients = new Set<RedisClientType>();
-    const handle = async (): Promise<Handle> => {
-      const client = await redisClient();
-      clients.add(client);
-      const backend = { kind: 'redis', rates: new RedisRateCounters(client, keys.prefix) } as Partial<StorageBackend> as StorageBackend;
-      return {
-        backend,
-        clock,
-        peer: handle,
-        crash: async () => {
-          if (clients.delete(client)) client.destroy();
-        },
-        cleanup: async () => {
-          for (const c of clients) c.destroy();
-          clients.clear();
-          await keys.drop();
-        },
-      };
-    };
-    return handle();
-  },
-};
 
 /**
  * The shared backend whole, as `serve` opens it with storage.databaseUrl and storage.redisUrl
@@ -191,7 +94,7 @@ const redis: BackendFactory = {
  */
 const shared: BackendFactory = {
   name: 'shared (postgres + redis)',
-  suites: ALL_SUITES,
+  suites: [...COMMON_SUITES, 'replicas'],
   async open(opts = {}) {
     const db = await freshDatabase();
     const keys = freshPrefix();
@@ -211,6 +114,7 @@ const shared: BackendFactory = {
         crash: async () => {
           open.delete(backend);
           await backend.abandon();
+          await expireLease(db.url, backend.replica!);
         },
         cleanup: async () => {
           for (const b of [...open]) await b.abandon();
@@ -224,7 +128,7 @@ const shared: BackendFactory = {
   },
 };
 
-export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater, postgres, redis, shared];
+export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater, shared];
 
 /** Per port, the methods whose answer is a MaybePromise (the others answer at once by contract). */
 const MAYBE_LATER: Record<string, readonly string[]> = {

@@ -8,6 +8,8 @@ import { PgChangeFeed } from '../postgres/change-feed.js';
 import { PgCredits } from '../postgres/credits.js';
 import { PgKeys } from '../postgres/keys.js';
 import { PgLedger } from '../postgres/ledger.js';
+import { ReplicaLease } from '../postgres/lease.js';
+import { AbandonedRecovery } from '../postgres/recovery.js';
 import { openPool } from '../postgres/pool.js';
 import { migrate } from '../postgres/schema.js';
 import { openRedis, type RedisClientType } from '../redis/client.js';
@@ -15,6 +17,28 @@ import { RedisRateCounters } from '../redis/rate-counters.js';
 import { FallbackRateCounters } from './rate-fallback.js';
 import { RememberedCache } from './remembered-cache.js';
 import { RememberedKeys } from './remembered-keys.js';
+
+/** How often a replica looks for reservations of replicas whose lease lapsed. */
+const RECOVERY_EVERY_MS = 5_000;
+
+/** Everything a SharedBackend holds. */
+interface Parts {
+  readonly pool: Pool;
+  readonly leasePool: Pool | null;
+  readonly redis: RedisClientType;
+  /** The server's: this replica's lease and the recovery of dead replicas' reservations. */
+  readonly lease: ReplicaLease | null;
+  readonly recovery: AbandonedRecovery | null;
+  readonly changes: PgChangeFeed;
+  readonly keys: RememberedKeys;
+  readonly lastUsed: LastUsedBatcher;
+  readonly rates: FallbackRateCounters;
+  readonly credits: PgCredits;
+  readonly ledger: PgLedger;
+  readonly cache: RememberedCache;
+  readonly log: StorageLog | undefined;
+  readonly server: boolean;
+}
 
 /** How often batched writes (zero-credit ledger rows, hit counters) go to PostgreSQL. */
 const FLUSH_EVERY_MS = 1_000;
@@ -43,20 +67,17 @@ export class SharedBackend implements StorageBackend {
   private databaseFailures = 0;
   private closing: Promise<void> | null = null;
 
-  private constructor(
-    private readonly pool: Pool,
-    private readonly redis: RedisClientType,
-    readonly changes: PgChangeFeed,
-    readonly keys: RememberedKeys,
-    readonly lastUsed: LastUsedBatcher,
-    readonly rates: FallbackRateCounters,
-    readonly credits: PgCredits,
-    readonly ledger: PgLedger,
-    readonly cache: RememberedCache,
-    private readonly log: StorageLog | undefined,
-    server: boolean,
-  ) {
-    this.flushTimer = server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
+  readonly changes: PgChangeFeed;
+  readonly keys: RememberedKeys;
+  readonly lastUsed: LastUsedBatcher;
+  readonly rates: FallbackRateCounters;
+  readonly credits: PgCredits;
+  readonly ledger: PgLedger;
+  readonly cache: RememberedCache;
+
+  private constructor(private readonly parts: Parts) {
+    ({ changes: this.changes, keys: this.keys, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache } = parts);
+    this.flushTimer = parts.server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
     this.flushTimer?.unref();
   }
 
@@ -67,22 +88,35 @@ export class SharedBackend implements StorageBackend {
     const log = opts.log;
     const server = opts.role === 'server';
     const pool = openPool(databaseUrl, { max: server ? 10 : 4 });
+    // The lease's heartbeats on a connection of their own: a request pool saturated for the
+    // whole lease would otherwise make a live replica look dead to the others.
+    const leasePool = server ? openPool(databaseUrl, { max: 1 }) : null;
     let redis: RedisClientType | null = null;
     let changes: PgChangeFeed | null = null;
+    let lease: ReplicaLease | null = null;
     try {
       await migrate(pool);
       redis = await openRedis(redisUrl, log);
       changes = await PgChangeFeed.open(databaseUrl, { log });
+      if (leasePool) lease = await ReplicaLease.start(leasePool, { log, onLost: () => log?.warn({}, 'this replica\'s lease had lapsed; its reservations may have been charged at their estimates') });
       const table = new PgKeys(pool, clock);
-      const credits = new PgCredits(pool);
-      const ledger = new PgLedger(pool, credits);
+      // A command reserves nothing: it needs no lease, only an owner name no replica has.
+      const credits = lease ? new PgCredits(pool, lease.id, lease) : new PgCredits(pool, `cli-${process.pid}`);
+      const ledger = new PgLedger(pool, credits, lease ? { leaseMs: lease.leaseMs } : {});
+      const recovery = lease ? new AbandonedRecovery(ledger, log) : null;
+      // Reservations of replicas that died are charged before this one serves, then every few seconds.
+      await recovery?.run();
+      recovery?.start(RECOVERY_EVERY_MS);
       const cache = new RememberedCache(await PgResponseCache.open(pool), changes, server ? config.cache.memoryMaxBytes : 0);
       const rates = new FallbackRateCounters(new RedisRateCounters(redis, opts.redisPrefix ?? redisPrefixOf(databaseUrl)), config.limits.onStoreFailure, clock, log);
       const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
-      return new SharedBackend(pool, redis, changes, new RememberedKeys(table, changes), lastUsed, rates, credits, ledger, cache, log, server);
+      const keys = new RememberedKeys(table, changes);
+      return new SharedBackend({ pool, leasePool, redis, lease, recovery, changes, keys, lastUsed, rates, credits, ledger, cache, log, server });
     } catch (err) {
       await changes?.close();
       redis?.destroy();
+      await lease?.stop().catch(() => {});
+      await leasePool?.end().catch(() => {});
       await pool.end().catch(() => {});
       throw err;
     }
@@ -96,8 +130,8 @@ export class SharedBackend implements StorageBackend {
    */
   async health(): Promise<StorageHealth> {
     const [database, redis] = await Promise.all([
-      probe(this.pool.query('SELECT 1').then(() => {})),
-      probe(this.redis.ping().then(() => {})),
+      probe(this.parts.pool.query('SELECT 1').then(() => {})),
+      probe(this.parts.redis.ping().then(() => {})),
     ]);
     this.databaseOk = database === 'ok';
     if (!this.databaseOk) this.databaseFailures++;
@@ -117,7 +151,15 @@ export class SharedBackend implements StorageBackend {
     };
   }
 
-  stopHousekeeping(): void {}
+  /** This replica's lease (its id names its reservations), or null for a command. */
+  get replica(): { readonly id: string; readonly leaseMs: number } | null {
+    return this.parts.lease;
+  }
+
+  /** No more recovery passes once shutdown begins (a pass under way ends by itself). */
+  stopHousekeeping(): void {
+    void this.parts.recovery?.stop();
+  }
 
   /** Batched writes in order (last-used times, hit counters, then ledger rows); a failure is logged and the next goes on. */
   async flush(): Promise<void> {
@@ -129,7 +171,7 @@ export class SharedBackend implements StorageBackend {
       try {
         await step();
       } catch (err) {
-        this.log?.warn({ err }, `${what} not written; kept and retried`);
+        this.parts.log?.warn({ err }, `${what} not written; kept and retried`);
       }
     }
   }
@@ -141,12 +183,10 @@ export class SharedBackend implements StorageBackend {
   abandon(): Promise<void> {
     this.closing ??= (async () => {
       if (this.flushTimer) clearInterval(this.flushTimer);
-      this.keys.close();
-      this.cache.close();
-      this.rates.close();
-      await this.changes.close();
-      this.redis.destroy();
-      await this.pool.end().catch(() => {});
+      await this.parts.recovery?.stop();
+      // Its row stays, heartbeats stop: the others charge its reservations once the lease lapses.
+      this.parts.lease?.abandon();
+      await this.release();
     })();
     return this.closing;
   }
@@ -154,15 +194,24 @@ export class SharedBackend implements StorageBackend {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.flushTimer) clearInterval(this.flushTimer);
+      await this.parts.recovery?.stop();
       await this.flush();
-      this.keys.close();
-      this.cache.close();
-      this.rates.close();
-      await this.changes.close();
-      this.redis.destroy();
-      await this.pool.end().catch(() => {});
+      // Settled or not, nothing of this replica's is in flight any more: its row can go.
+      await this.parts.lease?.stop().catch((err: unknown) => this.parts.log?.warn({ err }, 'lease not released; it lapses by itself'));
+      await this.release();
     })();
     return this.closing;
+  }
+
+  private async release(): Promise<void> {
+    const p = this.parts;
+    p.keys.close();
+    p.cache.close();
+    p.rates.close();
+    await p.changes.close();
+    p.redis.destroy();
+    await p.leasePool?.end().catch(() => {});
+    await p.pool.end().catch(() => {});
   }
 }
 
