@@ -33,3 +33,6 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     client.release();
   }
 }
+
+/** The pool's type, for the shared backend that holds pools without touching the driver itself. */
+export type { Pool } from 'pg';

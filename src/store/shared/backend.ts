@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { Pool } from '../postgres/pool.js';
 import type { Config } from '../../config.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { LastUsedBatcher } from '../last-used.js';
