@@ -137,7 +137,8 @@ export function responseCacheContract(factory: BackendFactory): void {
       expect(await eventually(() => cache().get('k1'), (e) => e?.status === 404)).toMatchObject({ status: 404, data: null });
       await other.purge({ identity: 'profile:person.id:1' });
       expect(await eventually(() => cache().get('k1'), (e) => e === null)).toBeNull();
-      expect(await cache().get('k2')).toBeNull();
+      // Each entry within 2 s: k1 read afresh may be gone before a remembered k2 is forgotten.
+      expect(await eventually(() => cache().get('k2'), (e) => e === null)).toBeNull();
     });
 
     it('memoryUsage reports an in-memory tier within its bound', async () => {

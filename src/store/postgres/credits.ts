@@ -129,17 +129,26 @@ async function reservedIn(db: Queryable, scope: string): Promise<number> {
   return Number(r.rows[0]!.n);
 }
 
+/**
+ * Every budget's state in one round trip: the usage of each (scope, period, start) and the
+ * reservations of each scope. Called for the X-Credits-* fields of answers and inside each
+ * reservation's transaction, so a query per budget would be several round trips per request.
+ */
 async function statesIn(db: Queryable, limits: readonly ScopeBudgets[], now: number): Promise<BudgetState[][]> {
-  const out: BudgetState[][] = [];
-  for (const { scope, budgets } of limits) {
-    if (budgets.length === 0) {
-      out.push([]);
-      continue;
-    }
-    const reserved = await reservedIn(db, scope);
-    const states: BudgetState[] = [];
-    for (const b of budgets) states.push(budgetState(b, await usedIn(db, scope, b.period, now), reserved, now));
-    out.push(states);
-  }
-  return out;
+  const wanted = limits.flatMap(({ scope, budgets }) => budgets.map((b) => ({ scope, period: b.period, start: periodStart(b.period, now) })));
+  if (wanted.length === 0) return limits.map(() => []);
+  const r = await db.query<{ scope: string; period: string; start: string; used: string; reserved: string }>(
+    `SELECT s.scope, s.period, s.start,
+       COALESCE((SELECT u.used FROM credit_usage u WHERE u.scope = s.scope AND u.period = s.period AND u.start = s.start), 0) AS used,
+       (SELECT COALESCE(SUM(r.estimate), 0) FROM reservations r WHERE s.scope = ANY (r.scopes)) AS reserved
+     FROM unnest($1::text[], $2::text[], $3::bigint[]) AS s(scope, period, start)`,
+    [wanted.map((w) => w.scope), wanted.map((w) => w.period), wanted.map((w) => w.start)],
+  );
+  const found = new Map(r.rows.map((x) => [`${x.scope}\u0000${x.period}\u0000${x.start}`, x]));
+  return limits.map(({ scope, budgets }) =>
+    budgets.map((b) => {
+      const x = found.get(`${scope}\u0000${b.period}\u0000${periodStart(b.period, now)}`);
+      return budgetState(b, Number(x?.used ?? 0), Number(x?.reserved ?? 0), now);
+    }),
+  );
 }
