@@ -7,6 +7,8 @@ export type { SqliteBackend } from './sqlite/backend.js';
 /** For the benchmarks, which fill a build's databases directly (through its dist/app.js). */
 export { openCacheDb } from './sqlite/cache-file.js';
 export { openMainDb } from './sqlite/main-file.js';
+/** `tollgate migrate` and `tollgate migrate-data`: storage moved, not served. */
+export { migrateEmbeddedData, migrateSharedSchema, type CopyReport, type PrunedDayTotals } from './migrate.js';
 
 /**
  * The one way to storage, for `serve`, the CLI and the admin API alike. Today always the
