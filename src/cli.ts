@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from './config.js';
 import { registerCache } from './cli/cache.js';
 import { registerKeys } from './cli/keys.js';
+import { registerMigrate } from './cli/migrate.js';
 import { registerRun } from './cli/run.js';
 import { registerUsage } from './cli/usage.js';
 import { CliError } from './cli/common.js';
@@ -22,6 +23,7 @@ registerRun(program);
 registerKeys(program);
 registerCache(program);
 registerUsage(program);
+registerMigrate(program);
 
 try {
   await program.parseAsync(process.argv);

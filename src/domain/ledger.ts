@@ -40,6 +40,30 @@ export interface Reservation {
   readonly estimate: number;
 }
 
+/**
+ * The ledger row charging a reservation whose answer never came (its process died, or gave up
+ * at the deadline): the provider may have billed the call, so it costs its estimate, marked
+ * unsettled, with status 0.
+ */
+export function abandonedCharge(r: Reservation): LedgerRow {
+  return {
+    requestId: r.requestId,
+    ts: r.ts,
+    keyId: r.keyId,
+    endpoint: r.endpoint,
+    identity: r.identity,
+    cache: null,
+    status: 0,
+    code: null,
+    credits: r.estimate,
+    creditsSaved: 0,
+    upstreamMs: null,
+    totalMs: null,
+    upstreamRequestId: null,
+    unsettled: true,
+  };
+}
+
 export type UsageGroup = 'key' | 'day' | 'endpoint';
 
 export interface UsageRow {

@@ -10,6 +10,8 @@ export { SqliteBackend as SqliteBackendClass } from './sqlite/backend.js';
 /** For the benchmarks, which fill a build's databases directly (through its dist/app.js). */
 export { openCacheDb } from './sqlite/cache-file.js';
 export { openMainDb } from './sqlite/main-file.js';
+/** `tollgate migrate` and `tollgate migrate-data`: storage moved, not served. */
+export { migrateEmbeddedData, migrateSharedSchema, type CopyReport, type PrunedDayTotals } from './migrate.js';
 
 /** Whether the configuration names shared storage (PostgreSQL and Redis) rather than the embedded SQLite files. */
 export function usesSharedStorage(config: Readonly<Config>): boolean {

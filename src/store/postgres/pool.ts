@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { StartupError } from '../../domain/startup-error.js';
 
 /**
  * A connection pool to the shared database. Every statement is bounded in time (the ports
@@ -36,3 +37,35 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
 
 /** The pool's type, for the shared backend that holds pools without touching the driver itself. */
 export type { Pool } from 'pg';
+
+/** The database a URL names, for messages: user, host, port and database, never the password (nor any parameter, which may hold one). */
+export function databaseLocation(url: string): string {
+  const u = new URL(url);
+  u.password = '';
+  u.search = '';
+  return u.href.replace(/\/$/, '');
+}
+
+/**
+ * A pool on `url` whose first connection succeeded; otherwise a StartupError naming the
+ * database (without its password) and what the connection met.
+ */
+export async function connectPool(url: string, opts: { max?: number; statementTimeoutMs?: number } = {}): Promise<pg.Pool> {
+  const pool = openPool(url, opts);
+  try {
+    await pool.query('SELECT 1');
+    return pool;
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw new StartupError(`cannot connect to PostgreSQL at ${databaseLocation(url)}: ${connectionFailure(err, url)}`, (err as { code?: string }).code);
+  }
+}
+
+/** The failure's message (a refused connection to every address of a host is an AggregateError without one), any password removed. */
+function connectionFailure(err: unknown, url: string): string {
+  const e = err as { message?: string; code?: string; errors?: Array<{ message?: string }> };
+  const text = e.message || e.errors?.map((x) => x.message).join('; ') || e.code || String(err);
+  const u = new URL(url);
+  const password = decodeURIComponent(u.password) || u.searchParams.get('password');
+  return password ? text.split(password).join('***') : text;
+}

@@ -1,15 +1,5 @@
 import type { DB } from './db.js';
-import type { LedgerRow } from '../../domain/ledger.js';
-
-/** A reservation as the `reservations` table holds it. */
-interface Reservation {
-  request_id: string;
-  ts: number;
-  key_id: string;
-  endpoint: string;
-  identity: string | null;
-  estimate: number;
-}
+import { abandonedCharge, type LedgerRow, type Reservation } from '../../domain/ledger.js';
 
 /**
  * Reservations left in the table by a process that died with calls in flight: each is
@@ -19,7 +9,9 @@ export class AbandonedReservations {
   private readonly stmt;
 
   constructor(db: DB) {
-    this.stmt = db.prepare<[], Reservation>('SELECT request_id, ts, key_id, endpoint, identity, estimate FROM reservations ORDER BY ts');
+    this.stmt = db.prepare<[], Reservation>(
+      'SELECT request_id AS requestId, ts, key_id AS keyId, endpoint, identity, estimate FROM reservations ORDER BY ts',
+    );
   }
 
   /**
@@ -33,7 +25,7 @@ export class AbandonedReservations {
     let failed: Error | null = null;
     for (const r of rows) {
       try {
-        writeSettled(unsettledRow(r));
+        writeSettled(abandonedCharge(r));
         credits += r.estimate;
       } catch (err) {
         failed ??= err as Error;
@@ -42,24 +34,4 @@ export class AbandonedReservations {
     if (failed) throw failed;
     return { requests: rows.length, credits };
   }
-}
-
-/** The ledger row charging an abandoned reservation its estimate. */
-function unsettledRow(r: Reservation): LedgerRow {
-  return {
-    requestId: r.request_id,
-    ts: r.ts,
-    keyId: r.key_id,
-    endpoint: r.endpoint,
-    identity: r.identity,
-    cache: null,
-    status: 0,
-    code: null,
-    credits: r.estimate,
-    creditsSaved: 0,
-    upstreamMs: null,
-    totalMs: null,
-    upstreamRequestId: null,
-    unsettled: true,
-  };
 }

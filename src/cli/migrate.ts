@@ -1,0 +1,80 @@
+import type { Command } from 'commander';
+import type { Config } from '../config.js';
+import { StorageMissing } from '../domain/startup-error.js';
+import { migrateEmbeddedData, migrateSharedSchema, type CopyReport } from '../store/open.js';
+import { CliError, configFrom, type GlobalOpts } from './common.js';
+
+/** Both commands work on the shared backend of the configuration; without one there is nothing to do. */
+function sharedConfig(cmd: Command): Readonly<Config> {
+  const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
+  if (!config.storage.databaseUrl) {
+    throw new CliError(`${cmd.name()}: storage.databaseUrl is not set; set TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL (or storage.databaseUrl and storage.redisUrl in the config file)`);
+  }
+  return config;
+}
+
+function printReport(r: CopyReport): void {
+  const lines = [
+    `Copied ${r.from} into ${r.to} (schema version ${r.schema.from} → ${r.schema.to}):`,
+    `  keys:               ${r.keys} (secret hashes included: existing secrets keep working)`,
+    `  credit usage rows:  ${r.creditUsageRows} (budgets continue where they were)`,
+    `  ledger rows:        ${r.ledgerRows}`,
+    `  open reservations:  ${r.reservationsCharged.requests} charged at their estimates (${r.reservationsCharged.credits} credits), as unsettled ledger rows`,
+    `  cache entries:      ${r.cache ? `${r.cache.entries} (${r.cache.bytes} bytes)` : 'not copied (no --cache)'}`,
+  ];
+  const pruned = r.notCopied.prunedDays;
+  if (pruned.length > 0) {
+    const sum = (f: (d: (typeof pruned)[number]) => number) => pruned.reduce((a, d) => a + f(d), 0);
+    lines.push(
+      `Not copied: the daily totals of ${pruned.length} day(s) whose raw ledger rows were pruned (${pruned[0]!.day} … ${pruned.at(-1)!.day}):`,
+      `  ${sum((d) => d.requests)} requests, ${sum((d) => d.credits)} credits, ${sum((d) => d.creditsSaved)} credits saved.`,
+      '  PostgreSQL keeps raw rows only, so its usage reports leave these out; keep the old data directory to report on those days',
+      '  (`tollgate usage --data-dir <old dir>` with the database URLs unset). Budgets are not affected: credit usage was copied whole.',
+    );
+  }
+  if (r.notCopied.rateWindows > 0) {
+    lines.push(`Not copied: ${r.notCopied.rateWindows} rate-limit window(s); the shared backend counts requests in Redis from now on.`);
+  }
+  console.log(lines.join('\n'));
+}
+
+const MIGRATE_DATA_HELP = `
+Moving from one node to replicas:
+  1. stop the server (and any tollgate command) on the data directory
+  2. TOLLGATE_DATABASE_URL=postgres://… TOLLGATE_REDIS_URL=redis://… TOLLGATE_UPSTREAM_URL=https://… \\
+       tollgate migrate-data --from ./data --cache
+  3. start the replicas with the same URLs
+
+Copies the keys (secret hashes: existing secrets keep working), credit usage (budgets continue),
+every raw ledger row, open reservations (charged at their estimates as unsettled ledger rows) and,
+with --cache, the cache. One transaction: a failure copies nothing. Refused when the database
+already holds keys, credit usage, reservations or ledger rows. Not copied, and listed in the output:
+the daily totals of ledger days pruned past ledger.retentionDays, and rate-limit windows.`;
+
+export function registerMigrate(program: Command): void {
+  program
+    .command('migrate')
+    .description("apply the shared backend's PostgreSQL schema migrations (storage.databaseUrl); safe to repeat and beside running replicas")
+    .action(async function (this: Command) {
+      const r = await migrateSharedSchema(sharedConfig(this));
+      console.log(`PostgreSQL schema of ${r.location}: version ${r.from} → ${r.to}${r.from === r.to ? ' (already up to date)' : ''}`);
+    });
+
+  program
+    .command('migrate-data')
+    .description('copy an embedded installation (a data directory) into the configured PostgreSQL, in one transaction; stop its server first')
+    .requiredOption('--from <dir>', 'the data directory of the embedded installation (holding tollgate.db)')
+    .option('--cache', 'copy the response cache (cache.db) too; its answers must come from upstream.url')
+    .option('--json', 'print what was copied as JSON')
+    .addHelpText('after', MIGRATE_DATA_HELP)
+    .action(async function (this: Command, o: { from: string; cache?: boolean; json?: boolean }) {
+      const config = sharedConfig(this);
+      const report = await migrateEmbeddedData(config, { from: o.from, cache: o.cache === true }).catch((err: unknown) => {
+        if (!(err instanceof StorageMissing)) throw err;
+        const hint = err.part === 'main' ? '--from must be the data directory of an embedded installation' : 'there is no cache to copy: drop --cache';
+        throw new CliError(`migrate-data: no ${err.storage} at ${err.location}; ${hint}`);
+      });
+      if (o.json) console.log(JSON.stringify(report, null, 2));
+      else printReport(report);
+    });
+}

@@ -1,0 +1,209 @@
+import type { Pool, PoolClient } from 'pg';
+import { PERIODS, periodStart, PROVIDER_SCOPE } from '../../domain/credits.js';
+import { abandonedCharge, type LedgerRow } from '../../domain/ledger.js';
+import { StartupError } from '../../domain/startup-error.js';
+import type { CacheRecord, CacheSource, CreditUsageRecord, InstallationSource, KeyRecord } from '../transfer.js';
+import { NOTIFY_SQL } from './change-feed.js';
+import { inTransaction } from './pool.js';
+
+/** Rows per INSERT: one statement of column arrays each (unnest), a few hundred kB at most. */
+export const IMPORT_BATCH_ROWS = 1_000;
+
+/** A column of an INSERT … SELECT FROM unnest(…): its name, its array's element type, its value in a row. */
+interface Column<R> {
+  readonly name: string;
+  readonly type: string;
+  readonly value: (r: R) => unknown;
+  /** Cast from the array's type to the column's (jsonb arrives as text). */
+  readonly cast?: string;
+}
+
+const col = <R>(name: string, type: string, value: (r: R) => unknown, cast?: string): Column<R> => ({ name, type, value, cast });
+const json = (v: readonly string[] | null): string | null => (v === null ? null : JSON.stringify(v));
+
+const KEY_COLUMNS: Column<KeyRecord>[] = [
+  col('id', 'text', (k) => k.id),
+  col('name', 'text', (k) => k.name),
+  col('owner', 'text', (k) => k.owner),
+  col('prefix', 'text', (k) => k.prefix),
+  col('secret_hash', 'text', (k) => k.secretHash),
+  col('prev_secret_hash', 'text', (k) => k.prevSecretHash),
+  col('prev_expires_at', 'bigint', (k) => k.prevExpiresAt),
+  col('created_at', 'bigint', (k) => k.createdAt),
+  col('updated_at', 'bigint', (k) => k.updatedAt),
+  col('expires_at', 'bigint', (k) => k.expiresAt),
+  col('revoked_at', 'bigint', (k) => k.revokedAt),
+  col('last_used_at', 'bigint', (k) => k.lastUsedAt),
+  col('rate', 'text', (k) => k.rate),
+  col('credits', 'text', (k) => k.credits),
+  col('endpoints', 'text', (k) => json(k.endpoints), 'jsonb'),
+  col('strategies', 'text', (k) => json(k.strategies), 'jsonb'),
+  col('cache_isolated', 'boolean', (k) => k.cacheIsolated),
+];
+
+const USAGE_COLUMNS: Column<CreditUsageRecord>[] = [
+  col('scope', 'text', (u) => u.scope),
+  col('period', 'text', (u) => u.period),
+  col('start', 'bigint', (u) => u.start),
+  col('used', 'bigint', (u) => u.used),
+];
+
+const LEDGER_COLUMNS: Column<LedgerRow>[] = [
+  col('request_id', 'text', (r) => r.requestId),
+  col('ts', 'bigint', (r) => r.ts),
+  col('key_id', 'text', (r) => r.keyId),
+  col('endpoint', 'text', (r) => r.endpoint),
+  col('identity', 'text', (r) => r.identity),
+  col('cache', 'text', (r) => r.cache),
+  col('status', 'integer', (r) => r.status),
+  col('code', 'text', (r) => r.code),
+  col('credits', 'bigint', (r) => r.credits),
+  col('credits_saved', 'bigint', (r) => r.creditsSaved),
+  col('upstream_ms', 'float8', (r) => r.upstreamMs),
+  col('total_ms', 'float8', (r) => r.totalMs),
+  col('upstream_request_id', 'text', (r) => r.upstreamRequestId),
+  col('unsettled', 'boolean', (r) => r.unsettled ?? false),
+];
+
+const CACHE_COLUMNS: Column<CacheRecord>[] = [
+  col('key', 'text', (e) => e.key),
+  col('endpoint', 'text', (e) => e.endpoint),
+  col('identity', 'text', (e) => e.identity),
+  col('status', 'integer', (e) => e.status),
+  col('data', 'text', (e) => e.data),
+  col('meta', 'text', (e) => e.meta),
+  col('error_code', 'text', (e) => e.errorCode),
+  col('error_message', 'text', (e) => e.errorMessage),
+  col('stored_at', 'bigint', (e) => e.storedAt),
+  col('fresh_as_of', 'bigint', (e) => e.freshAsOf),
+  col('credits', 'bigint', (e) => e.credits),
+  col('size', 'bigint', (e) => e.size),
+  col('last_access', 'bigint', (e) => e.lastAccess),
+  col('hits', 'bigint', (e) => e.hits),
+];
+
+/**
+ * `rows` in one statement: an array per column, unnested. Columns are named, so a table with
+ * more columns (nullable or defaulted, added by a later migration) takes the rows as well.
+ */
+async function insertRows<R>(c: PoolClient, table: string, columns: readonly Column<R>[], rows: readonly R[], tail = ''): Promise<string[]> {
+  const names = columns.map((x) => x.name).join(', ');
+  const picks = columns.map((x) => (x.cast ? `${x.name}::${x.cast}` : x.name)).join(', ');
+  const arrays = columns.map((x, i) => `$${i + 1}::${x.type}[]`).join(', ');
+  const r = await c.query<{ id: string }>(
+    `INSERT INTO ${table} (${names}) SELECT ${picks} FROM unnest(${arrays}) AS t(${names}) ${tail}`,
+    columns.map((x) => rows.map(x.value)),
+  );
+  return r.rows.map((x) => x.id);
+}
+
+async function insertAll<R>(c: PoolClient, table: string, columns: readonly Column<R>[], batches: Iterable<R[]>): Promise<number> {
+  let n = 0;
+  for (const rows of batches) {
+    await insertRows(c, table, columns, rows);
+    n += rows.length;
+  }
+  return n;
+}
+
+export interface ImportResult {
+  keys: number;
+  creditUsageRows: number;
+  ledgerRows: number;
+  reservationsCharged: { requests: number; credits: number };
+  cache: { entries: number; bytes: number } | null;
+}
+
+/**
+ * Copy an installation into this database, in one transaction: a failure anywhere leaves
+ * nothing of it. Refused (StartupError) unless the database holds no keys, credit usage,
+ * reservations or ledger rows (nor cache entries, when the cache is copied): a second copy
+ * would count every credit twice.
+ *
+ * Open reservations become what the embedded server would have made of them at its next
+ * start (AbandonedReservations): ledger rows charging their estimates, marked unsettled, and
+ * charged to the key's and the provider's budgets. Copied as reservations instead, they would
+ * hold budget until a replica recovered them, and which replica does so depends on leases the
+ * copy knows nothing of; charged now, no call the provider may have billed goes uncounted.
+ */
+export async function importInstallation(pool: Pool, source: InstallationSource, target: string, batchRows = IMPORT_BATCH_ROWS): Promise<ImportResult> {
+  return inTransaction(pool, async (c) => {
+    await c.query("SET LOCAL lock_timeout = '10s'");
+    // Writers (a replica started too early, a second copy) wait for this one instead of slipping in beside it.
+    await c.query(`LOCK TABLE api_keys, credit_usage, reservations, ledger${source.cache ? ', cache_entries' : ''} IN EXCLUSIVE MODE`);
+    await refuseUnlessEmpty(c, source.cache !== null, target);
+    const keys = await insertAll(c, 'api_keys', KEY_COLUMNS, source.keys(batchRows));
+    const creditUsageRows = await insertAll(c, 'credit_usage', USAGE_COLUMNS, source.creditUsage(batchRows));
+    const ledgerRows = await insertAll(c, 'ledger', LEDGER_COLUMNS, source.ledger(batchRows));
+    const reservationsCharged = await chargeReservations(c, source.reservations().map(abandonedCharge), batchRows);
+    const cache = source.cache ? await copyCache(c, source.cache, batchRows) : null;
+    await c.query(NOTIFY_SQL, ['keys']);
+    if (cache) await c.query(NOTIFY_SQL, ['cache']);
+    return { keys, creditUsageRows, ledgerRows, reservationsCharged, cache };
+  });
+}
+
+async function refuseUnlessEmpty(c: PoolClient, withCache: boolean, target: string): Promise<void> {
+  const tables = ['api_keys', 'credit_usage', 'reservations', 'ledger', ...(withCache ? ['cache_entries'] : [])];
+  const r = await c.query<Record<string, string>>(`SELECT ${tables.map((t) => `(SELECT count(*) FROM ${t}) AS ${t}`).join(', ')}`);
+  const held = tables.filter((t) => Number(r.rows[0]![t]) > 0).map((t) => `${r.rows[0]![t]} row${r.rows[0]![t] === '1' ? '' : 's'} in ${t}`);
+  if (held.length === 0) return;
+  throw new StartupError(
+    `${target} already holds ${held.join(', ')}: migrate-data copies only into a database without keys, credit usage, reservations or ledger rows` +
+      `${withCache ? ' (nor cache entries, with --cache)' : ''}, so that nothing is counted twice. Nothing was copied. ` +
+      'If this installation was copied already, there is nothing left to do; otherwise copy into a new, empty database.',
+    'TARGET_NOT_EMPTY',
+  );
+}
+
+/**
+ * The rows charging abandoned reservations, and their charges: only for rows actually
+ * inserted (a request id the ledger already holds was settled, as the embedded ledger's
+ * INSERT OR IGNORE decides).
+ */
+async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: number): Promise<{ requests: number; credits: number }> {
+  const charges = new Map<string, { scope: string; period: string; start: number; used: number }>();
+  let requests = 0;
+  let credits = 0;
+  for (let i = 0; i < rows.length; i += batchRows) {
+    const batch = rows.slice(i, i + batchRows);
+    const inserted = new Set(await insertRows(c, 'ledger', LEDGER_COLUMNS, batch, 'ON CONFLICT (request_id) DO NOTHING RETURNING request_id AS id'));
+    for (const row of batch) {
+      if (!inserted.has(row.requestId)) continue;
+      requests++;
+      credits += row.credits;
+      if (row.credits <= 0) continue;
+      for (const scope of [row.keyId, PROVIDER_SCOPE]) {
+        for (const period of PERIODS) {
+          const start = periodStart(period, row.ts);
+          const k = `${scope}\u0000${period}\u0000${start}`;
+          const u = charges.get(k) ?? { scope, period, start, used: 0 };
+          u.used += row.credits;
+          charges.set(k, u);
+        }
+      }
+    }
+  }
+  const usage = [...charges.values()];
+  for (let i = 0; i < usage.length; i += batchRows) {
+    await insertRows(c, 'credit_usage', USAGE_COLUMNS, usage.slice(i, i + batchRows), 'ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used');
+  }
+  return { requests, credits };
+}
+
+/** Entries with their hit counts; the totals recounted from the table, the lifetime hits and misses added. */
+async function copyCache(c: PoolClient, cache: CacheSource, batchRows: number): Promise<{ entries: number; bytes: number }> {
+  await insertAll(c, 'cache_entries', CACHE_COLUMNS, cache.entries(batchRows));
+  const { hits, misses } = cache.counters();
+  const r = await c.query<{ name: string; value: string }>(
+    `UPDATE cache_counters SET value = CASE name
+       WHEN 'bytes' THEN (SELECT COALESCE(SUM(size), 0) FROM cache_entries)
+       WHEN 'entries' THEN (SELECT count(*) FROM cache_entries)
+       WHEN 'hits' THEN value + $1::bigint
+       ELSE value + $2::bigint END
+     WHERE name IN ('bytes', 'entries', 'hits', 'misses') RETURNING name, value`,
+    [hits, misses],
+  );
+  const value = (name: string) => Number(r.rows.find((x) => x.name === name)?.value ?? 0);
+  return { entries: value('entries'), bytes: value('bytes') };
+}

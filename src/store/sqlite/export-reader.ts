@@ -1,0 +1,182 @@
+import type { LedgerRow, Reservation } from '../../domain/ledger.js';
+import type { CacheRecord, CacheSource, CreditUsageRecord, InstallationSource, KeyRecord, PrunedDayTotals } from '../transfer.js';
+import type { DB } from './db.js';
+import { DAY_MS } from './ledger-rows.js';
+
+interface KeyRow {
+  id: string;
+  name: string;
+  owner: string | null;
+  prefix: string;
+  secret_hash: string;
+  prev_secret_hash: string | null;
+  prev_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+  last_used_at: number | null;
+  rate: string | null;
+  credits: string | null;
+  endpoints: string | null;
+  strategies: string | null;
+  cache_isolated: number;
+}
+
+type RawLedgerRow = Record<'request_id' | 'key_id' | 'endpoint', string> &
+  Record<'identity' | 'cache' | 'code' | 'upstream_request_id', string | null> &
+  Record<'ts' | 'status' | 'credits' | 'credits_saved' | 'unsettled', number> &
+  Record<'upstream_ms' | 'total_ms', number | null>;
+
+type RawCacheRow = Record<'key' | 'endpoint' | 'identity', string> &
+  Record<'data' | 'meta' | 'error_code' | 'error_message', string | null> &
+  Record<'status' | 'stored_at' | 'credits' | 'size' | 'last_access' | 'hits', number> & { fresh_as_of: number | null };
+
+/** Rows of `sql` mapped, `n` at a time; the statement stays open between batches (nothing else reads this connection meanwhile). */
+function* batches<R, T>(db: DB, sql: string, n: number, map: (r: R) => T): Generator<T[]> {
+  let batch: T[] = [];
+  for (const r of db.prepare<[], R>(sql).iterate()) {
+    batch.push(map(r));
+    if (batch.length === n) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+const list = (v: string | null): string[] | null => (v === null ? null : (JSON.parse(v) as string[]));
+
+/** The rows of an installation's files, opened by openSqliteExport (export.ts). */
+export class InstallationReader implements InstallationSource {
+  readonly location: string;
+  readonly cache: CacheSource | null;
+
+  constructor(
+    private readonly main: DB,
+    private readonly cacheDb: DB | null,
+  ) {
+    this.location = main.name;
+    this.cache = cacheDb && {
+      entries: (n) =>
+        batches<RawCacheRow, CacheRecord>(
+          cacheDb,
+          `SELECT e.key, e.endpoint, e.identity, e.status, e.data, e.meta, e.error_code, e.error_message, e.stored_at, e.fresh_as_of, e.credits, e.size,
+             COALESCE(a.last_access, e.last_access) AS last_access, COALESCE(a.hits, 0) AS hits
+           FROM entries e LEFT JOIN access a ON a.id = e.rowid`,
+          n,
+          (r) => ({
+            key: r.key,
+            endpoint: r.endpoint,
+            identity: r.identity,
+            status: r.status,
+            data: r.data,
+            meta: r.meta,
+            errorCode: r.error_code,
+            errorMessage: r.error_message,
+            storedAt: r.stored_at,
+            freshAsOf: r.fresh_as_of,
+            credits: r.credits,
+            size: r.size,
+            lastAccess: r.last_access,
+            hits: r.hits,
+          }),
+        ),
+      counters: () => {
+        const rows = cacheDb.prepare<[], { name: string; value: number }>("SELECT name, value FROM counters WHERE name IN ('hits', 'misses')").all();
+        return { hits: rows.find((r) => r.name === 'hits')?.value ?? 0, misses: rows.find((r) => r.name === 'misses')?.value ?? 0 };
+      },
+    };
+  }
+
+  keys(n: number): Iterable<KeyRecord[]> {
+    const sql = `SELECT id, name, owner, prefix, secret_hash, prev_secret_hash, prev_expires_at, created_at, updated_at, expires_at, revoked_at,
+      last_used_at, rate, credits, endpoints, strategies, cache_isolated FROM api_keys ORDER BY created_at, id`;
+    return batches<KeyRow, KeyRecord>(this.main, sql, n, (r) => ({
+      id: r.id,
+      name: r.name,
+      owner: r.owner,
+      prefix: r.prefix,
+      secretHash: r.secret_hash,
+      prevSecretHash: r.prev_secret_hash,
+      prevExpiresAt: r.prev_expires_at,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+      expiresAt: r.expires_at,
+      revokedAt: r.revoked_at,
+      lastUsedAt: r.last_used_at,
+      rate: r.rate,
+      credits: r.credits,
+      endpoints: list(r.endpoints),
+      strategies: list(r.strategies),
+      cacheIsolated: r.cache_isolated === 1,
+    }));
+  }
+
+  creditUsage(n: number): Iterable<CreditUsageRecord[]> {
+    return batches<CreditUsageRecord, CreditUsageRecord>(this.main, 'SELECT scope, period, start, used FROM credit_usage', n, (r) => r);
+  }
+
+  ledger(n: number): Iterable<LedgerRow[]> {
+    const sql = `SELECT request_id, ts, key_id, endpoint, identity, cache, status, code, credits, credits_saved, upstream_ms, total_ms, upstream_request_id, unsettled
+      FROM ledger`;
+    return batches<RawLedgerRow, LedgerRow>(this.main, sql, n, (r) => ({
+      requestId: r.request_id,
+      ts: r.ts,
+      keyId: r.key_id,
+      endpoint: r.endpoint,
+      identity: r.identity,
+      cache: r.cache,
+      status: r.status,
+      code: r.code,
+      credits: r.credits,
+      creditsSaved: r.credits_saved,
+      upstreamMs: r.upstream_ms,
+      totalMs: r.total_ms,
+      upstreamRequestId: r.upstream_request_id,
+      unsettled: r.unsettled === 1,
+    }));
+  }
+
+  reservations(): Reservation[] {
+    return this.main
+      .prepare<[], Reservation>('SELECT request_id AS requestId, ts, key_id AS keyId, endpoint, identity, estimate FROM reservations ORDER BY ts')
+      .all();
+  }
+
+  /**
+   * Days before `raw_from_day` (ledger-retention.ts) are known by their daily totals; a pass
+   * stopped midway may have left some of their raw rows, which are copied with the rest, so
+   * each day's part here is its totals less what its remaining raw rows account for.
+   */
+  prunedDays(): PrunedDayTotals[] {
+    const rawFrom = this.main.prepare<[], number>("SELECT value FROM ledger_meta WHERE name = 'raw_from_day'").pluck().get() ?? 0;
+    if (rawFrom <= 0) return [];
+    type Sums = { day: number; requests: number; credits: number; credits_saved: number };
+    const totals = this.main
+      .prepare<[number], Sums>('SELECT day, SUM(requests) AS requests, SUM(credits) AS credits, SUM(credits_saved) AS credits_saved FROM usage_daily WHERE day < ? GROUP BY day ORDER BY day')
+      .all(rawFrom);
+    const raw = new Map(
+      this.main
+        .prepare<[number], Sums>(`SELECT ts / ${DAY_MS} AS day, COUNT(*) AS requests, SUM(credits) AS credits, SUM(credits_saved) AS credits_saved FROM ledger WHERE ts < ? GROUP BY 1`)
+        .all(rawFrom * DAY_MS)
+        .map((r) => [r.day, r]),
+    );
+    return totals.flatMap((t) => {
+      const held = raw.get(t.day);
+      const requests = t.requests - (held?.requests ?? 0);
+      if (requests <= 0) return [];
+      const day = new Date(t.day * DAY_MS).toISOString().slice(0, 10);
+      return [{ day, requests, credits: t.credits - (held?.credits ?? 0), creditsSaved: t.credits_saved - (held?.credits_saved ?? 0) }];
+    });
+  }
+
+  rateWindows(): number {
+    return this.main.prepare<[], number>('SELECT COUNT(*) FROM rate_windows').pluck().get() ?? 0;
+  }
+
+  close(): void {
+    this.cacheDb?.close();
+    this.main.close();
+  }
+}

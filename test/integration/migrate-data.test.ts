@@ -1,0 +1,142 @@
+import type { Pool } from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/domain/clock.js';
+import { PERIODS, PROVIDER_SCOPE } from '../../src/domain/credits.js';
+import type { UsageGroup, UsageRow } from '../../src/domain/ledger.js';
+import { PgResponseCache } from '../../src/store/postgres/cache.js';
+import { PgCredits } from '../../src/store/postgres/credits.js';
+import { PgKeys } from '../../src/store/postgres/keys.js';
+import { PgLedger } from '../../src/store/postgres/ledger.js';
+import { openPool } from '../../src/store/postgres/pool.js';
+import { DAY_MS } from '../../src/store/sqlite/ledger-rows.js';
+import { runCli } from '../helpers/cli.js';
+import { buildInstallation, type EmbeddedInstallation } from '../helpers/embedded-installation.js';
+import { freshDatabase } from '../helpers/postgres.js';
+
+/*
+ * `tollgate migrate-data`: an embedded installation made by a real gateway and the CLI, copied
+ * by the built CLI into a real PostgreSQL, answers there as it did in SQLite.
+ */
+let inst: EmbeddedInstallation;
+beforeAll(async () => {
+  inst = await buildInstallation();
+}, 60_000);
+afterAll(async () => inst?.cleanup());
+
+const pools: Pool[] = [];
+const drops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const p of pools.splice(0)) await p.end();
+  for (const d of drops.splice(0)) await d();
+});
+
+async function database(): Promise<{ url: string; pool: Pool; env: Record<string, string> }> {
+  const db = await freshDatabase();
+  drops.push(db.drop);
+  const pool = openPool(db.url, { max: 2 });
+  pools.push(pool);
+  const env = { TOLLGATE_DATABASE_URL: db.url, TOLLGATE_REDIS_URL: 'redis://127.0.0.1:6379/15', TOLLGATE_UPSTREAM_URL: inst.upstreamUrl };
+  return { url: db.url, pool, env };
+}
+
+const migrateData = (env: Record<string, string>, ...extra: string[]) => runCli(['migrate-data', '--from', inst.dataDir, ...extra], env, 60_000);
+
+/** Every row of the copied tables, in one order: what "changes nothing" compares. */
+async function contents(pool: Pool): Promise<unknown[]> {
+  const tables = ['api_keys ORDER BY id', 'credit_usage ORDER BY scope, period, start', 'reservations ORDER BY request_id', 'ledger ORDER BY request_id', 'cache_entries ORDER BY key', 'cache_counters ORDER BY name'];
+  const out: unknown[] = [];
+  for (const t of tables) out.push((await pool.query(`SELECT * FROM ${t}`)).rows);
+  return out;
+}
+
+const sumRows = (rows: UsageRow[]) => rows.reduce((a, r) => ({ requests: a.requests + r.requests, credits: a.credits + r.credits }), { requests: 0, credits: 0 });
+
+describe('tollgate migrate-data', () => {
+  it('copies keys, credit usage, the ledger, open reservations and the cache: PostgreSQL answers as SQLite did', async () => {
+    const { pool, env } = await database();
+    const run = await migrateData(env, '--cache', '--json');
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout);
+    const expected = inst.expected();
+    const clock = new FakeClock(inst.now);
+
+    // Keys: all columns, and every secret that worked still works (the rotated key's previous one too).
+    const keys = new PgKeys(pool, clock);
+    expect(report.keys).toBe(2);
+    expect(await keys.list()).toEqual(expected.keys.list());
+    for (const secret of Object.values(inst.secrets)) expect(await keys.findBySecret(secret)).toEqual(expected.keys.findBySecret(secret));
+    expect((await keys.findBySecret(inst.secrets.previous))?.previous).toBe(true);
+
+    // Budgets continue where they were, the abandoned call charged at its estimate.
+    const credits = new PgCredits(pool, 'migrate-data-test');
+    expect(report.reservationsCharged).toEqual({ requests: 1, credits: inst.abandoned.estimate });
+    for (const scope of [...inst.keyIds, PROVIDER_SCOPE]) {
+      for (const period of PERIODS) expect(await credits.used(scope, period, inst.now), `${scope} ${period}`).toBe(expected.credits.used(scope, period, inst.now));
+    }
+    expect(await credits.reserved(inst.keyIds[1]!)).toBe(0);
+
+    // The ledger: every raw row; the same usage reports over the days still held raw.
+    const ledger = new PgLedger(pool, credits);
+    const rawRows = (await pool.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n;
+    expect(report.ledgerRows).toBe(rawRows - 1);
+    const to = inst.now + DAY_MS;
+    for (const by of ['key', 'day', 'endpoint'] as UsageGroup[]) {
+      expect(await ledger.report(inst.rawFrom, to, by), by).toEqual(expected.ledger.usage(inst.rawFrom, to, by));
+    }
+    const unsettled = (await pool.query('SELECT status, credits, unsettled FROM ledger WHERE request_id = $1', [inst.abandoned.requestId])).rows;
+    expect(unsettled).toEqual([{ status: 0, credits: String(inst.abandoned.estimate), unsettled: true }]);
+
+    // Pruned days: reported, not copied; PostgreSQL's report misses exactly their totals.
+    const pruned = report.notCopied.prunedDays as Array<{ day: string; requests: number; credits: number }>;
+    expect(pruned.length).toBeGreaterThan(0);
+    expect(pruned.every((d) => Date.parse(d.day) < inst.rawFrom)).toBe(true);
+    const whole = sumRows(expected.ledger.usage(0, to, 'key'));
+    const copied = sumRows(await ledger.report(0, to, 'key'));
+    expect({ requests: whole.requests - copied.requests, credits: whole.credits - copied.credits }).toEqual({
+      requests: pruned.reduce((a, d) => a + d.requests, 0),
+      credits: pruned.reduce((a, d) => a + d.credits, 0),
+    });
+    expect(report.notCopied.rateWindows).toBeGreaterThan(0);
+
+    // The cache: every entry, its hits, and totals recounted.
+    const cache = await PgResponseCache.open(pool);
+    const sqliteStats = expected.cacheStore.stats();
+    expect(report.cache).toEqual({ entries: sqliteStats.entries, bytes: sqliteStats.bytes });
+    expect(await cache.readStats()).toEqual(sqliteStats);
+    expect([cache.entryCount(), cache.totalBytes()]).toEqual([sqliteStats.entries, sqliteStats.bytes]);
+    for (const key of ['company|org_id=0', 'company|org_id=7', 'company|org_id=1099']) {
+      const { id: _id, ...entry } = expected.cacheStore.get(key)!;
+      expect(await cache.get(key)).toEqual(entry);
+    }
+    const hits = (await pool.query('SELECT COALESCE(SUM(hits), 0)::int AS n FROM cache_entries')).rows[0].n;
+    expect(hits).toBeGreaterThan(0);
+  });
+
+  it('a second run is refused and changes nothing', async () => {
+    const { pool, env } = await database();
+    expect((await migrateData(env)).code).toBe(0);
+    const before = await contents(pool);
+    const again = await migrateData(env, '--cache');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/already holds 2 rows in api_keys, \d+ rows in credit_usage, \d+ rows in ledger: .*Nothing was copied/);
+    expect(await contents(pool)).toEqual(before);
+  });
+
+  it('a failure midway leaves PostgreSQL as it was; once it is fixed, the copy goes through', async () => {
+    const { pool, env } = await database();
+    expect((await runCli(['migrate'], env)).code).toBe(0);
+    // Planted: a row of the ledger's last batch is refused, after the keys, credit usage and two batches were written.
+    await pool.query("ALTER TABLE ledger ADD CONSTRAINT planted CHECK (request_id <> 'req_hist_2399')");
+    const before = await contents(pool);
+    const failed = await migrateData(env, '--cache');
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/^tollgate: the copy into postgres:\/\/\S+ failed and was rolled back, nothing of it was written: .*"planted"\n$/);
+    expect(await contents(pool)).toEqual(before);
+    expect((await pool.query('SELECT count(*)::int AS n FROM api_keys')).rows[0].n).toBe(0);
+
+    await pool.query('ALTER TABLE ledger DROP CONSTRAINT planted');
+    const ok = await migrateData(env, '--cache');
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/keys: +2 /);
+  });
+});
