@@ -7,6 +7,9 @@ import { INSERT_MANY, INSERT_ONE, REPLACE, TYPES, values } from './ledger-rows.j
 import { inTransaction } from './pool.js';
 import { recoverAbandonedIn } from './recovery.js';
 
+/** Most zero-credit rows kept while they cannot be written. */
+const MAX_PENDING = 100_000;
+
 const GROUP: Record<UsageGroup, { id: string; name: string }> = {
   key: { id: 'l.key_id', name: 'COALESCE(k.name, l.key_id)' },
   day: { id: "to_char(to_timestamp(l.ts / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')", name: "to_char(to_timestamp(l.ts / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')" },
@@ -28,6 +31,8 @@ const GROUP: Record<UsageGroup, { id: string; name: string }> = {
  */
 export class PgLedger implements Ledger {
   private pending: LedgerRow[] = [];
+  /** Zero-credit rows dropped for lack of room while the database refused them. */
+  private dropped = 0;
   /** Charged rows whose write failed: kept (their reservations still hold the budget) and retried by flush(). */
   private retry: LedgerRow[] = [];
 
@@ -41,6 +46,13 @@ export class PgLedger implements Ledger {
   async record(row: LedgerRow): Promise<void> {
     if (row.credits <= 0 && this.credits.reservedFor(row.requestId) === null) {
       this.pending.push(row);
+      // While PostgreSQL is down hits keep being answered: their rows, which carry no charge,
+      // are kept up to a bound and the oldest dropped beyond it (as the embedded ledger does).
+      if (this.pending.length > MAX_PENDING) {
+        const over = this.pending.length - MAX_PENDING;
+        this.pending.splice(0, over);
+        this.dropped += over;
+      }
       return;
     }
     try {
@@ -69,7 +81,7 @@ export class PgLedger implements Ledger {
   }
 
   backlog(): LedgerBacklog {
-    return { pending: this.pending.length, retrying: this.retry.length, dropped: 0 };
+    return { pending: this.pending.length, retrying: this.retry.length, dropped: this.dropped };
   }
 
   async report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]> {
