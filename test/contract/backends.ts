@@ -16,6 +16,7 @@ import { openPool } from '../../src/store/postgres/pool.js';
 import { migrate } from '../../src/store/postgres/schema.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import type { RedisClientType } from 'redis';
+import { RedisCallClaims } from '../../src/store/redis/call-claims.js';
 import { RedisRateCounters } from '../../src/store/redis/rate-counters.js';
 import { freshPrefix, redisClient } from '../helpers/redis.js';
 
@@ -24,8 +25,8 @@ import { freshPrefix, redisClient } from '../helpers/redis.js';
  * (PostgreSQL + Redis, issue #12's multi-replica follow-up) is one more entry in BACKENDS.
  */
 
-export type SuiteName = 'keys' | 'rates' | 'credits' | 'ledger' | 'cache' | 'changes' | 'backend';
-export const ALL_SUITES: readonly SuiteName[] = ['keys', 'rates', 'credits', 'ledger', 'cache', 'changes', 'backend'];
+export type SuiteName = 'keys' | 'rates' | 'credits' | 'ledger' | 'cache' | 'changes' | 'claims' | 'backend';
+export const ALL_SUITES: readonly SuiteName[] = ['keys', 'rates', 'credits', 'ledger', 'cache', 'changes', 'claims', 'backend'];
 
 export interface OpenOptions {
   /** The clock of every handle on the storage (a new FakeClock at 2026-01-01 when absent). */
@@ -122,28 +123,33 @@ const postgres: BackendFactory = {
   },
 };
 
-/** The shared backend's Redis part (issue #13) as far as it is built: the rate counters. */
+/** The shared backend's Redis part (issue #13) as far as it is built: the rate counters and the call claims. */
 const redis: BackendFactory = {
   name: 'redis',
-  suites: ['rates'],
+  suites: ['rates', 'claims'],
   async open(opts = {}) {
     const keys = freshPrefix();
     const clock = opts.clock ?? new FakeClock();
-    const clients = new Set<RedisClientType>();
+    const clients = new Map<RedisClientType, RedisCallClaims>();
+    const end = async (client: RedisClientType) => {
+      const claims = clients.get(client);
+      if (!claims) return;
+      clients.delete(client);
+      await claims.close();
+      client.destroy();
+    };
     const handle = async (): Promise<Handle> => {
       const client = await redisClient();
-      clients.add(client);
-      const backend = { kind: 'redis', rates: new RedisRateCounters(client, keys.prefix) } as Partial<StorageBackend> as StorageBackend;
+      const claims = new RedisCallClaims(client, keys.prefix);
+      clients.set(client, claims);
+      const backend = { kind: 'redis', rates: new RedisRateCounters(client, keys.prefix), claims } as Partial<StorageBackend> as StorageBackend;
       return {
         backend,
         clock,
         peer: handle,
-        crash: async () => {
-          if (clients.delete(client)) client.destroy();
-        },
+        crash: () => end(client),
         cleanup: async () => {
-          for (const c of clients) c.destroy();
-          clients.clear();
+          for (const c of [...clients.keys()]) await end(c);
           await keys.drop();
         },
       };
@@ -162,6 +168,7 @@ const MAYBE_LATER: Record<string, readonly string[]> = {
   credits: ['used', 'reserved', 'states', 'tryReserve'],
   ledger: ['record', 'flush', 'recoverAbandoned'],
   cache: ['get', 'put', 'purge', 'maintain', 'flush'],
+  claims: ['claim', 'release'],
 };
 
 function later(h: Handle): Handle {
