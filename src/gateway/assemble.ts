@@ -8,6 +8,7 @@ import { StorageUnavailable } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission, type AddressCounters } from './admission.js';
 import { Fetcher, type Provider } from './fetcher.js';
+import { CLAIM_TTL_MS, ReplicaHerd, type HerdSettings } from './replica-herd.js';
 
 /** The pipeline's parts with state: who may call (admission), what it costs (accounting), the provider calls in flight. */
 export interface GatewayParts {
@@ -22,10 +23,16 @@ export interface GatewayDeps {
   readonly provider: Provider;
   /** This process's per-address failed-authentication counters (admission.ts AddressCounters). */
   readonly addresses: AddressCounters;
+  /** The claims' timing (replica-herd.ts), when not the default: tests shorten it. */
+  readonly herd?: Partial<HerdSettings>;
 }
 
 /** The pipeline's parts over a backend's ports, configured: the one place the gateway is put together. */
-export function assembleGateway(stores: Pick<StorageBackend, 'keys' | 'rates' | 'lastUsed' | 'credits' | 'ledger' | 'cache'>, config: Readonly<Config>, deps: GatewayDeps): GatewayParts {
+export function assembleGateway(
+  stores: Pick<StorageBackend, 'keys' | 'rates' | 'lastUsed' | 'credits' | 'ledger' | 'cache' | 'claims'>,
+  config: Readonly<Config>,
+  deps: GatewayDeps,
+): GatewayParts {
   const { logger } = deps;
   const failedAuth = config.limits.failedAuth === null ? null : parseRatePolicies(config.limits.failedAuth);
   const admission = new Admission({ keys: stores.keys, rates: stores.rates, lastUsed: stores.lastUsed, addresses: deps.addresses }, failedAuth, (keyId, err) =>
@@ -41,10 +48,25 @@ export function assembleGateway(stores: Pick<StorageBackend, 'keys' | 'rates' | 
         ? logger.debug({ code: err.code }, 'credit reservation skipped while storage cannot be written; provider call refused')
         : logger.error({ err }, 'credit reservation could not be written; provider call refused (503 STORAGE_UNAVAILABLE)'),
   });
-  const fetcher = new Fetcher(deps.provider, stores.cache, deps.clock, (err) => {
-    if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');
+  const herd = new ReplicaHerd(stores.claims, stores.cache, deps.clock, config.cache, herdSettings(config, deps.herd), {
+    unavailable: (err) => logger.warn({ err: err.message }, 'provider-call claims unavailable; replicas call the provider without merging their identical misses'),
+    available: () => logger.info({}, 'provider-call claims available again'),
   });
+  const onStoreError = (err: Error) => {
+    if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');
+  };
+  const fetcher = new Fetcher(deps.provider, stores.cache, deps.clock, onStoreError, herd);
   return { admission, accounting, fetcher };
+}
+
+/**
+ * How long a request waits for other replicas' calls of it: a live replica's call ends within
+ * upstream.deadlineMs (retries and queueing included) and its answer is stored right after; a
+ * dead one's claim lapses within the claim ttl. Past both, the request calls itself.
+ */
+export function herdSettings(config: Readonly<Config>, over: Partial<HerdSettings> = {}): HerdSettings {
+  const claimTtlMs = over.claimTtlMs ?? CLAIM_TTL_MS;
+  return { claimTtlMs, maxWaitMs: over.maxWaitMs ?? config.upstream.deadlineMs + claimTtlMs };
 }
 
 /** upstream.budget as budgets of the provider-wide scope; none configured = unlimited. */

@@ -6,7 +6,8 @@ import type { UpstreamCall, UpstreamFailure, UpstreamOutcome } from '../upstream
 import { Coalescer, type Entered, type Freshness, type Lead } from './coalesce.js';
 import { isPromise, type ResponseCache } from '../store/ports.js';
 import { freshAsOfAnswer } from '../domain/cache-policy.js';
-import type { NewEntry } from '../domain/cache-entry.js';
+import type { CacheEntry, NewEntry } from '../domain/cache-entry.js';
+import type { ReplicaHerd } from './replica-herd.js';
 
 export interface Provider {
   call(call: UpstreamCall): Promise<UpstreamOutcome>;
@@ -24,6 +25,8 @@ export interface FetchResult {
   readonly providerCached: boolean;
   readonly credits: number;
   readonly stored: boolean;
+  /** Another replica's call, read back from the shared cache: no call of this process, no upstream time or id. */
+  readonly fromCache: boolean;
 }
 
 /** Integer credits from a provider meta; anything else counts as 0 rather than poisoning sums. */
@@ -47,6 +50,8 @@ export class Fetcher {
     private readonly clock: Clock,
     /** An answer could not be stored; it is served anyway. */
     private readonly onStoreError: (err: Error) => void = () => {},
+    /** One call across replicas (replica-herd.ts); null: this process's coalescing only. */
+    readonly herd: ReplicaHerd | null = null,
   ) {}
 
   /** Lead or follow an identical call in flight: decided now, before anything awaits (coalesce.ts). */
@@ -88,7 +93,7 @@ export class Fetcher {
         freshAsOf: freshAsOfAnswer(cached, fwd, now),
         credits,
       });
-      return { outcome, dataText, metaText, providerCached: cached === true, credits, stored };
+      return { outcome, dataText, metaText, providerCached: cached === true, credits, stored, fromCache: false };
     }
     const negative = outcome.kind === 'not_found' || outcome.kind === 'source_not_found';
     let stored = false;
@@ -104,7 +109,7 @@ export class Fetcher {
         credits: 0,
       });
     }
-    return { outcome, dataText: null, metaText: null, providerCached: false, credits: 0, stored };
+    return { outcome, dataText: null, metaText: null, providerCached: false, credits: 0, stored, fromCache: false };
   }
 
   /**
@@ -121,4 +126,23 @@ export class Fetcher {
       return false;
     }
   }
+}
+
+/**
+ * The answer another replica's call stored, as the result of a call this replica's waiting
+ * requests shared: they are answered as followers of an in-process call are. Whether the
+ * provider answered from its own cache is told by the entry's freshness: a fresh fetch is
+ * fresh as of when it was stored.
+ */
+export function sharedFromCache(e: CacheEntry): FetchResult {
+  const base = { upstreamRequestId: undefined, ms: 0, attempts: 1 };
+  const stored = { stored: true, fromCache: true };
+  if (e.status === 200) {
+    const outcome: UpstreamOutcome = { ok: true, status: 200, data: undefined, dataText: e.data!, meta: {}, ...base };
+    return { outcome, dataText: e.data, metaText: e.meta ?? '{}', providerCached: e.freshAsOf !== e.storedAt, credits: e.credits, ...stored };
+  }
+  const failure = { status: e.status, code: e.errorCode ?? 'NOT_FOUND', message: e.errorMessage ?? 'Not found.' };
+  const kind = e.status === 404 ? 'not_found' : 'source_not_found';
+  const outcome: UpstreamOutcome = { ok: false, kind, failure, upstreamStatus: e.status, ...base };
+  return { outcome, dataText: null, metaText: null, providerCached: false, credits: 0, ...stored };
 }

@@ -10,10 +10,11 @@ import type { LookupTrace } from '../domain/trace.js';
 import { isPromise } from '../store/ports.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
-import { Released } from './coalesce.js';
-import type { FetchResult } from './fetcher.js';
+import { Released, type Freshness } from './coalesce.js';
+import { sharedFromCache, type FetchResult } from './fetcher.js';
 import { chargeReservation } from './frame.js';
 import type { LookupDeps } from './lookup-deps.js';
+import type { HerdLead, HerdMiss } from './replica-herd.js';
 
 /** A lookup the cache could not answer: what the stages before decided. */
 export interface Miss {
@@ -51,6 +52,11 @@ function holdsFor(r: { readonly refusal: Failure; readonly keyId: string }, key:
  * of each reserving and calling. Only the leader reserves (a follower pays nothing). A leader
  * refused its reservation releases its followers with the refusal: those it holds for answer
  * it at once, the others (other keys, with budgets of their own) decide again.
+ *
+ * A leader then claims the call across replicas (replica-herd.ts) before it reserves: while
+ * another replica holds the claim it waits, and answers (with its followers) from what that
+ * replica stored; it releases its own claim once its answer is stored, or its call failed or
+ * was refused, so that the replicas waiting for it go on.
  */
 export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: LookupTrace): Promise<Answer> {
   const { decision, requestId } = miss;
@@ -73,6 +79,7 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
     }
     const { lead } = entered;
     let refused: Failure | null;
+    let held: HerdLead | null = null;
     try {
       // The cache was read across an await, and a call ended since: it may have stored this very
       // answer. Read once more, now that identical misses follow this request.
@@ -87,21 +94,40 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
           return answerHit(deps, entry!, miss.def.name, requestId, trace, now);
         }
       }
-      // After a release the request has waited: its reservation is dated now, not when it arrived.
-      const at = round === 0 ? miss.now : deps.clock.now();
+      // 9. One call across replicas too: another replica's call of it may answer this one.
+      const herd = deps.fetcher.herd ? await deps.fetcher.herd.lead(herdMiss(miss, freshness)) : null;
+      if (herd?.kind === 'answered') {
+        const shared = sharedFromCache(herd.entry);
+        void lead.run(() => Promise.resolve(shared));
+        return answerFetched(deps, miss, shared, false, trace);
+      }
+      held = herd;
+      // After a release or another replica's call the request has waited: its reservation is dated now, not when it arrived.
+      const at = round === 0 && !held?.waited ? miss.now : deps.clock.now();
       const r = deps.accounting.reserve(requestId, miss.key, miss.def.name, at, miss.req.identity);
       refused = isPromise(r) ? await r : r;
     } catch (err) {
       lead.release({ refusal: failure('INTERNAL_ERROR'), keyId: miss.key.id });
+      await held?.end();
       throw err;
     }
-    if (refused) {
-      lead.release({ refusal: refused, keyId: miss.key.id });
-      return refusedAnswer(deps, miss, refused, trace);
+    try {
+      if (refused) {
+        lead.release({ refusal: refused, keyId: miss.key.id });
+        return refusedAnswer(deps, miss, refused, trace);
+      }
+      const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, requestId);
+      return answerFetched(deps, miss, result, true, trace);
+    } finally {
+      // The answer is stored (or the call failed, or was refused): the replicas waiting for it go on.
+      await held?.end();
     }
-    const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, requestId);
-    return answerFetched(deps, miss, result, true, trace);
   }
+}
+
+function herdMiss(miss: Miss, freshness: Freshness): HerdMiss {
+  const need = { endpoint: miss.def.name, strategy: miss.req.strategy, maxage: miss.req.maxage };
+  return { cacheKey: miss.cacheKey, freshness, need, requestId: miss.requestId, arrivedAt: miss.now };
 }
 
 /** The reservation was refused (429 budget, 503 storage): besteffort falls back to a stored entry. */
@@ -120,8 +146,10 @@ function answerFetched(deps: LookupDeps, miss: Miss, result: FetchResult, leader
   const { outcome } = result;
   const { requestId, entry } = miss;
   trace.collapsed = !leader;
-  trace.upstreamMs = outcome.ms;
-  trace.upstreamRequestId = outcome.upstreamRequestId;
+  if (!result.fromCache) {
+    trace.upstreamMs = outcome.ms;
+    trace.upstreamRequestId = outcome.upstreamRequestId;
+  }
   const extra: Record<string, string> = outcome.upstreamRequestId ? { 'x-upstream-request-id': outcome.upstreamRequestId } : {};
   const fwd = { reason: miss.decision.reason, stored: result.stored, collapsed: !leader };
 

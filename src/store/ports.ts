@@ -153,7 +153,12 @@ export interface Ledger {
 
 /** The response cache, addressed by cache key (domain/params.ts cacheKey). */
 export interface ResponseCache {
-  get(key: string): MaybePromise<CacheEntry | null>;
+  /**
+   * The entry stored for `key`. `fresh`: read the store itself, not this process's memory of
+   * it, which may lag a change another process just made (read after waiting for another
+   * replica's provider call, whose answer must not be missed for an older entry held here).
+   */
+  get(key: string, opts?: { fresh?: boolean }): MaybePromise<CacheEntry | null>;
   /** Store (or replace) an answer; throws when it cannot be written (the caller serves it anyway). */
   put(entry: NewEntry): MaybePromise<void>;
   /** Count a hit on an entry `get` returned (counted in memory, written behind). */
@@ -194,6 +199,28 @@ export interface ChangeFeed {
   subscribe(topic: ChangeTopic, listener: () => void): () => void;
 }
 
+/**
+ * Claims on provider calls, shared by every replica (issue #13, "one herd call"): of identical
+ * cache misses on several replicas, the one whose replica claims the call's key makes the call;
+ * the others wait for the claim to go and read its answer from the shared cache. A claim lapses
+ * after its ttl unless its owner claims again (which renews it), so a replica that dies
+ * mid-call holds the others back for at most one ttl.
+ *
+ * claim and release are bounded in time by the backend and throw when storage cannot answer
+ * (the caller then calls without a claim: the budgets still protect the money).
+ */
+export interface CallClaims {
+  /** Grant `key` to `owner` for `ttlMs` unless another owner holds it. True when `owner` holds it now; claiming again renews. */
+  claim(key: string, owner: string, ttlMs: number): MaybePromise<boolean>;
+  /** Let go of `key` if `owner` holds it (another owner's claim is left alone), waking whoever waits for it. */
+  release(key: string, owner: string): MaybePromise<void>;
+  /**
+   * Resolves true once `key` is not held (released or lapsed), false after `maxWaitMs`. Never
+   * rejects: a wait that cannot watch the claim ends early, false, and the next claim says why.
+   */
+  released(key: string, maxWaitMs: number): Promise<boolean>;
+}
+
 /** What a readiness probe reports of storage: a check per database or service. */
 export interface StorageHealth {
   /** False when storage cannot serve (a full disk, a database gone); a lock held elsewhere is still ok. */
@@ -218,6 +245,8 @@ export interface StorageBackend {
   readonly ledger: Ledger;
   readonly cache: ResponseCache;
   readonly changes: ChangeFeed;
+  /** Who makes a provider call when several replicas miss the same entry at once. */
+  readonly claims: CallClaims;
   /** Probe that storage can be written (readiness). */
   health(): MaybePromise<StorageHealth>;
   gauges(): StorageGauges;

@@ -1,5 +1,6 @@
 import { backendContract } from './backend.contract.js';
 import { BACKENDS, type BackendFactory, type SuiteName } from './backends.js';
+import { callClaimsContract } from './call-claims.contract.js';
 import { changeFeedContract } from './change-feed.contract.js';
 import { creditsContract } from './credits.contract.js';
 import { keysContract } from './keys.contract.js';
@@ -20,6 +21,7 @@ const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
   ledger: ledgerContract,
   cache: responseCacheContract,
   changes: changeFeedContract,
+  claims: callClaimsContract,
   backend: backendContract,
   replicas: replicasContract,
 };

@@ -13,6 +13,7 @@ import { AbandonedRecovery } from '../postgres/recovery.js';
 import { openPool } from '../postgres/pool.js';
 import { migrate } from '../postgres/schema.js';
 import { openRedis, type RedisClientType } from '../redis/client.js';
+import { RedisCallClaims } from '../redis/call-claims.js';
 import { RedisRateCounters } from '../redis/rate-counters.js';
 import { FallbackRateCounters } from './rate-fallback.js';
 import { RememberedCache } from './remembered-cache.js';
@@ -36,6 +37,7 @@ interface Parts {
   readonly credits: PgCredits;
   readonly ledger: PgLedger;
   readonly cache: RememberedCache;
+  readonly claims: RedisCallClaims;
   readonly log: StorageLog | undefined;
   readonly server: boolean;
 }
@@ -74,9 +76,10 @@ export class SharedBackend implements StorageBackend {
   readonly credits: PgCredits;
   readonly ledger: PgLedger;
   readonly cache: RememberedCache;
+  readonly claims: RedisCallClaims;
 
   private constructor(private readonly parts: Parts) {
-    ({ changes: this.changes, keys: this.keys, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache } = parts);
+    ({ changes: this.changes, keys: this.keys, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
     this.flushTimer = parts.server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
     this.flushTimer?.unref();
   }
@@ -108,10 +111,12 @@ export class SharedBackend implements StorageBackend {
       await recovery?.run();
       recovery?.start(RECOVERY_EVERY_MS);
       const cache = new RememberedCache(await PgResponseCache.open(pool), changes, server ? config.cache.memoryMaxBytes : 0);
-      const rates = new FallbackRateCounters(new RedisRateCounters(redis, opts.redisPrefix ?? redisPrefixOf(databaseUrl)), config.limits.onStoreFailure, clock, log);
+      const prefix = opts.redisPrefix ?? redisPrefixOf(databaseUrl);
+      const rates = new FallbackRateCounters(new RedisRateCounters(redis, prefix), config.limits.onStoreFailure, clock, log);
+      const claims = new RedisCallClaims(redis, prefix);
       const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
       const keys = new RememberedKeys(table, changes);
-      return new SharedBackend({ pool, leasePool, redis, lease, recovery, changes, keys, lastUsed, rates, credits, ledger, cache, log, server });
+      return new SharedBackend({ pool, leasePool, redis, lease, recovery, changes, keys, lastUsed, rates, credits, ledger, cache, claims, log, server });
     } catch (err) {
       await changes?.close();
       redis?.destroy();
@@ -209,6 +214,8 @@ export class SharedBackend implements StorageBackend {
     p.cache.close();
     p.rates.close();
     await p.changes.close();
+    // Its pub/sub connection is a duplicate of the client: ended apart.
+    await p.claims.close();
     p.redis.destroy();
     await p.leasePool?.end().catch(() => {});
     await p.pool.end().catch(() => {});

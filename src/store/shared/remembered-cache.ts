@@ -38,9 +38,10 @@ export class RememberedCache implements ResponseCache {
     });
   }
 
-  get(key: string): MaybePromise<CacheEntry | null> {
-    const held = this.tier.get(key);
+  get(key: string, opts?: { fresh?: boolean }): MaybePromise<CacheEntry | null> {
+    const held = opts?.fresh ? undefined : this.tier.get(key);
     if (held !== undefined) return held;
+    if (opts?.fresh) this.tier.forget(key);
     const epoch = this.epoch;
     let r = this.reading.get(key);
     if (!r) this.reading.set(key, (r = { n: 0, changed: false }));

@@ -20,6 +20,7 @@ import { mainDbPath } from './main-file.js';
 import { MainStores, type PartOptions } from './main-stores.js';
 import { ReadWorker } from './read-worker.js';
 import { ServeLock } from './serve-lock.js';
+import { LocalCallClaims } from '../local-claims.js';
 
 const NAMES: Record<StoragePart, string> = { main: 'tollgate.db', cache: 'cache.db' };
 
@@ -42,6 +43,8 @@ const NAMES: Record<StoragePart, string> = { main: 'tollgate.db', cache: 'cache.
 export class SqliteBackend implements StorageBackend {
   readonly kind = 'sqlite';
   readonly changes: DataVersionFeed;
+  /** One process serves the data directory: its claims live in its memory. */
+  readonly claims = new LocalCallClaims();
   private main: MainStores | null = null;
   private cacheDb: CacheStores | null = null;
   private readonly part: PartOptions;

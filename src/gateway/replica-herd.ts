@@ -1,0 +1,166 @@
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { CacheEntry } from '../domain/cache-entry.js';
+import type { CachePolicyConfig, PolicyRequest } from '../domain/cache-policy.js';
+import type { Clock } from '../domain/clock.js';
+import { afterWait } from '../domain/herd.js';
+import { isPromise, type CallClaims, type ResponseCache } from '../store/ports.js';
+import type { Freshness } from './coalesce.js';
+
+export interface HerdSettings {
+  /** How long a claim lasts unrenewed: how long a replica that died mid-call holds the others back. Renewed every third of it. */
+  readonly claimTtlMs: number;
+  /** The longest a request waits, in all, for other replicas' calls before it calls regardless. */
+  readonly maxWaitMs: number;
+}
+
+/** The default claim ttl: a few seconds, so that a dead leader is taken over soon, renewed often enough never to lapse under a live one. */
+export const CLAIM_TTL_MS = 5_000;
+
+/** A provider call this replica is to make. Call end() once its answer is stored (or it failed): it lets the claim go. */
+export interface HerdLead {
+  readonly kind: 'lead';
+  /** Whether it waited for another replica first (its reservation is then dated after the wait). */
+  readonly waited: boolean;
+  end(): Promise<void>;
+}
+
+/** Another replica's call stored what answers this request. */
+export interface HerdAnswered {
+  readonly kind: 'answered';
+  readonly entry: CacheEntry;
+}
+
+/** What a miss is, to the herd: its cache key, the call it would make, and what would answer it. */
+export interface HerdMiss {
+  readonly cacheKey: string;
+  readonly freshness: Freshness;
+  readonly need: PolicyRequest;
+  readonly requestId: string;
+  /** When the request arrived (the clock's time). */
+  readonly arrivedAt: number;
+}
+
+export interface HerdEvents {
+  /** Claims could not be asked for (storage unreachable): once per outage, not per request. */
+  unavailable(err: Error): void;
+  /** They can again. */
+  available(): void;
+}
+
+/** After claims failed, requests call without asking for this long, so that a Redis gone away costs one timeout per burst, not per miss. */
+const RETRY_CLAIMS_AFTER_MS = 2_000;
+
+const noEvents: HerdEvents = { unavailable() {}, available() {} };
+
+/**
+ * One provider call for identical misses on several replicas (issue #13). The in-process
+ * coalescer (coalesce.ts) merges a replica's own identical misses behind one local leader; that
+ * leader then claims the call across replicas (CallClaims). Holding the claim, it makes the
+ * call, renewing the claim while the call runs. Refused it, it waits for the claim to go,
+ * reads the cache again and answers from what the other replica stored, or claims again
+ * (afterWait, domain/herd.ts); after maxWaitMs in all it calls regardless, so that no request
+ * waits forever. Claims that cannot be asked for (Redis down) never fail a request: it calls
+ * without one, as a single replica would, and the credit reservation still guards the budget.
+ */
+export class ReplicaHerd {
+  /** This process, in claim owners: a request id is unique only within a process's own requests. */
+  private readonly processId = randomBytes(6).toString('hex');
+  private failing = false;
+  private skipUntil = 0;
+
+  constructor(
+    private readonly claims: CallClaims,
+    private readonly cache: ResponseCache,
+    private readonly clock: Clock,
+    private readonly cacheConfig: CachePolicyConfig,
+    readonly settings: HerdSettings,
+    private readonly events: HerdEvents = noEvents,
+  ) {}
+
+  /** Lead the call, or answer from another replica's; resolves once this replica knows which. */
+  async lead(miss: HerdMiss): Promise<HerdLead | HerdAnswered> {
+    const key = claimKey(miss.cacheKey, miss.freshness);
+    const owner = `${this.processId}:${miss.requestId}`;
+    const { claimTtlMs, maxWaitMs } = this.settings;
+    const started = performance.now();
+    let waited = false;
+    for (;;) {
+      if (performance.now() < this.skipUntil) return unclaimed(waited);
+      let got: boolean;
+      try {
+        const c = this.claims.claim(key, owner, claimTtlMs);
+        got = isPromise(c) ? await c : c;
+      } catch (err) {
+        this.failed(err as Error);
+        return unclaimed(waited);
+      }
+      this.succeeded();
+      if (got) return this.held(key, owner, waited);
+      waited = true;
+      await this.claims.released(key, Math.max(0, maxWaitMs - (performance.now() - started)));
+      // From the store: the other replica's answer may be newer than what this one holds in memory.
+      let entry = this.cache.get(miss.cacheKey, { fresh: true });
+      if (isPromise(entry)) entry = await entry;
+      const state = { need: miss.need, entry, now: this.clock.now(), arrivedAt: miss.arrivedAt, waitedMs: performance.now() - started, maxWaitMs };
+      const next = afterWait(state, this.cacheConfig);
+      if (next === 'answer') return { kind: 'answered', entry: entry! };
+      if (next === 'call') return unclaimed(waited);
+    }
+  }
+
+  /** A claim held: renewed every third of its ttl until end(), so that a live but slow call is never taken over. */
+  private held(key: string, owner: string, waited: boolean): HerdLead {
+    const ttl = this.settings.claimTtlMs;
+    const renew = setInterval(() => {
+      // A renewal that fails leaves the claim to lapse: another replica may then call too, no worse than without claims.
+      void Promise.resolve()
+        .then(() => this.claims.claim(key, owner, ttl))
+        .catch(() => {});
+    }, Math.max(1, Math.floor(ttl / 3)));
+    renew.unref();
+    let ended = false;
+    return {
+      kind: 'lead',
+      waited,
+      end: async () => {
+        if (ended) return;
+        ended = true;
+        clearInterval(renew);
+        try {
+          const r = this.claims.release(key, owner);
+          if (isPromise(r)) await r;
+        } catch {
+          // Not released: it lapses within its ttl, and the replicas waiting for it go on then.
+        }
+      },
+    };
+  }
+
+  private failed(err: Error): void {
+    this.skipUntil = performance.now() + RETRY_CLAIMS_AFTER_MS;
+    if (this.failing) return;
+    this.failing = true;
+    this.events.unavailable(err);
+  }
+
+  private succeeded(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.events.available();
+  }
+}
+
+/** A call made without a claim: nothing to let go. */
+function unclaimed(waited: boolean): HerdLead {
+  return { kind: 'lead', waited, end: async () => {} };
+}
+
+/**
+ * The claim of a call: its cache key and the freshness it is made with, as in-process flights
+ * are. Only identical calls share a claim, so a fetch never waits behind a cached call (it
+ * would not take its answer), and within one process claims are never contended.
+ */
+export function claimKey(cacheKey: string, f: Freshness): string {
+  return `${f.strategy}:${f.maxage ?? ''}:${cacheKey}`;
+}

@@ -1,0 +1,74 @@
+import { performance } from 'node:perf_hooks';
+import type { CallClaims } from './ports.js';
+
+interface Held {
+  readonly owner: string;
+  /** performance.now() when the claim lapses. */
+  readonly until: number;
+}
+
+/**
+ * Call claims in this process's memory: the embedded backend's, whose storage one process
+ * serves. Its in-process coalescing (gateway/coalesce.ts) already merges identical misses, so
+ * a claim here is hardly ever contended; it keeps the port's whole contract all the same (a
+ * lease that lapses, waiters woken on release), so that the pipeline runs the same way on
+ * every backend. Lapsing is measured on the monotonic clock, as Redis measures its own.
+ */
+export class LocalCallClaims implements CallClaims {
+  private readonly held = new Map<string, Held>();
+  private readonly waiters = new Map<string, Set<() => void>>();
+
+  claim(key: string, owner: string, ttlMs: number): boolean {
+    const h = this.live(key);
+    if (h && h.owner !== owner) return false;
+    this.held.set(key, { owner, until: performance.now() + ttlMs });
+    return true;
+  }
+
+  release(key: string, owner: string): void {
+    if (this.live(key)?.owner !== owner) return;
+    this.held.delete(key);
+    const ws = this.waiters.get(key);
+    if (!ws) return;
+    this.waiters.delete(key);
+    for (const wake of ws) wake();
+  }
+
+  released(key: string, maxWaitMs: number): Promise<boolean> {
+    if (!this.live(key)) return Promise.resolve(true);
+    const deadline = performance.now() + maxWaitMs;
+    return new Promise<boolean>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = (free: boolean) => {
+        clearTimeout(timer);
+        const ws = this.waiters.get(key);
+        ws?.delete(wake);
+        if (ws?.size === 0) this.waiters.delete(key);
+        resolve(free);
+      };
+      const wake = () => done(true);
+      // Woken by a release; a lapse (an owner that neither renews nor releases) is noticed by the timer.
+      const check = () => {
+        const h = this.live(key);
+        if (!h) return done(true);
+        const now = performance.now();
+        if (now >= deadline) return done(false);
+        timer = setTimeout(check, Math.max(1, Math.min(deadline, h.until) - now));
+      };
+      let ws = this.waiters.get(key);
+      if (!ws) this.waiters.set(key, (ws = new Set()));
+      ws.add(wake);
+      check();
+    });
+  }
+
+  /** The claim on `key` unless it has lapsed (a lapsed one is forgotten here). */
+  private live(key: string): Held | undefined {
+    const h = this.held.get(key);
+    if (h && h.until <= performance.now()) {
+      this.held.delete(key);
+      return undefined;
+    }
+    return h;
+  }
+}

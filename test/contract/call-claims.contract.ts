@@ -1,0 +1,124 @@
+import { performance } from 'node:perf_hooks';
+import { describe, expect, it } from 'vitest';
+import type { BackendFactory } from './backends.js';
+import { sleep, unique, withHandle } from './support.js';
+
+/** `p`'s value and how long it took, in milliseconds. */
+async function timed<T>(p: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const t0 = performance.now();
+  const value = await p();
+  return { value, ms: performance.now() - t0 };
+}
+
+/**
+ * CallClaims: a lease per provider call, with an owner and a ttl. Claims lapse on the real
+ * clock (Redis's expiry cannot be faked), so the ttls here are short and the bounds generous.
+ */
+export function callClaimsContract(factory: BackendFactory): void {
+  describe(`CallClaims contract: ${factory.name}`, () => {
+    const h = withHandle(factory);
+    const claims = () => h().backend.claims;
+
+    it('a claim is exclusive: its owner may claim it again (renewing it), another owner is refused', async () => {
+      const key = unique('call');
+      expect(await claims().claim(key, 'a', 10_000)).toBe(true);
+      expect(await claims().claim(key, 'b', 10_000)).toBe(false);
+      expect(await claims().claim(key, 'a', 10_000)).toBe(true);
+      expect(await claims().claim(key, 'b', 10_000)).toBe(false);
+      // Another key is another claim.
+      expect(await claims().claim(unique('call'), 'b', 10_000)).toBe(true);
+    });
+
+    it('of many concurrent claims of one key, exactly one is granted', async () => {
+      const key = unique('call');
+      const got = await Promise.all(Array.from({ length: 30 }, (_, i) => claims().claim(key, `owner-${i}`, 10_000)));
+      expect(got.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('only its owner releases a claim; released, anyone may claim it', async () => {
+      const key = unique('call');
+      expect(await claims().claim(key, 'a', 10_000)).toBe(true);
+      await claims().release(key, 'b');
+      expect(await claims().claim(key, 'b', 10_000)).toBe(false);
+      await claims().release(key, 'a');
+      expect(await claims().claim(key, 'b', 10_000)).toBe(true);
+      // Releasing what one does not hold, or what nobody holds, does nothing.
+      await claims().release(key, 'a');
+      await claims().release(unique('call'), 'a');
+      expect(await claims().claim(key, 'a', 10_000)).toBe(false);
+    });
+
+    it('a claim neither renewed nor released lapses after its ttl', async () => {
+      const key = unique('call');
+      expect(await claims().claim(key, 'dead', 200)).toBe(true);
+      expect(await claims().claim(key, 'b', 10_000)).toBe(false);
+      await sleep(320);
+      expect(await claims().claim(key, 'b', 10_000)).toBe(true);
+      // The lapsed owner cannot release the new owner's claim.
+      await claims().release(key, 'dead');
+      expect(await claims().claim(key, 'c', 10_000)).toBe(false);
+    });
+
+    it('claiming again within the ttl keeps the claim past its first ttl', async () => {
+      const key = unique('call');
+      expect(await claims().claim(key, 'slow', 240)).toBe(true);
+      for (let i = 0; i < 8; i++) {
+        await sleep(80);
+        expect(await claims().claim(key, 'slow', 240)).toBe(true);
+        expect(await claims().claim(key, 'b', 240)).toBe(false);
+      }
+      await sleep(380);
+      expect(await claims().claim(key, 'b', 240)).toBe(true);
+    });
+
+    it('released() answers true at once for a key nobody holds', async () => {
+      const { value, ms } = await timed(() => claims().released(unique('call'), 5_000));
+      expect(value).toBe(true);
+      expect(ms).toBeLessThan(250);
+    });
+
+    it('released() wakes when the claim is released', async () => {
+      const key = unique('call');
+      await claims().claim(key, 'a', 10_000);
+      const waiting = timed(() => claims().released(key, 5_000));
+      await sleep(150);
+      await claims().release(key, 'a');
+      const { value, ms } = await waiting;
+      expect(value).toBe(true);
+      expect(ms).toBeGreaterThanOrEqual(140);
+      expect(ms).toBeLessThan(150 + 300);
+    });
+
+    it('released() wakes when the claim lapses', async () => {
+      const key = unique('call');
+      await claims().claim(key, 'dead', 250);
+      const { value, ms } = await timed(() => claims().released(key, 5_000));
+      expect(value).toBe(true);
+      expect(ms).toBeGreaterThanOrEqual(150);
+      expect(ms).toBeLessThan(250 + 300);
+    });
+
+    it('released() ends after maxWaitMs, false, while the claim is still held; the release of another key does not wake it', async () => {
+      const [key, other] = [unique('call'), unique('call')];
+      await claims().claim(key, 'a', 10_000);
+      await claims().claim(other, 'a', 10_000);
+      const waiting = timed(() => claims().released(key, 300));
+      await sleep(50);
+      await claims().release(other, 'a');
+      const { value, ms } = await waiting;
+      expect(value).toBe(false);
+      expect(ms).toBeGreaterThanOrEqual(290);
+      expect(ms).toBeLessThan(300 + 300);
+      expect(await claims().claim(key, 'b', 10_000)).toBe(false);
+    });
+
+    it('many waiters of one claim all wake on its release', async () => {
+      const key = unique('call');
+      await claims().claim(key, 'a', 10_000);
+      const waiting = Array.from({ length: 10 }, () => claims().released(key, 5_000));
+      await sleep(50);
+      await claims().release(key, 'a');
+      expect(await Promise.all(waiting)).toEqual(Array<boolean>(10).fill(true));
+    });
+  });
+}
