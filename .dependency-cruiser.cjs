@@ -4,7 +4,7 @@
  *
  *   domain/          pure rules and types, no I/O
  *   config.ts        the configuration, validated once (its schema: config-schema.ts)
- *   store/ports.ts   storage interfaces (+ store/*.ts helpers every backend shares)
+ *   store/ports.ts   storage interfaces, store/backend.ts a backend whole (+ store/*.ts helpers every backend shares)
  *   store/sqlite/    the embedded backend; store/postgres/ + store/redis/ the shared one (being built);
  *                    store/open.ts picks a backend from the configuration
  *   upstream/        the provider client

@@ -19,7 +19,7 @@ import { openBackend, openStorage, SqliteBackendClass, type SqliteBackend } from
 import { isPromise } from './store/ports.js';
 import type { ApiKey } from './domain/keys.js';
 import { WindowCounters } from './store/window-counters.js';
-import type { StorageBackend } from './store/ports.js';
+import type { StorageBackend } from './store/backend.js';
 
 // The benchmarks fill the databases of a build through its dist/app.js.
 export { openCacheDb, openMainDb } from './store/open.js';

@@ -6,7 +6,7 @@ import type { Accounting } from '../gateway/accounting.js';
 import { authRateLimited, type Admission } from '../gateway/admission.js';
 import { remaining, type BudgetState } from '../domain/credits.js';
 import { purgeFilter } from '../domain/purge-filter.js';
-import type { StorageBackend } from '../store/ports.js';
+import type { StorageBackend } from '../store/backend.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { usageGroup, usageWindow } from './usage.js';
 import { isStorageError } from '../store/write-gate.js';

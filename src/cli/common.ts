@@ -2,7 +2,7 @@ import { dirname } from 'node:path';
 import { loadConfig, type Config } from '../config.js';
 import { StorageMissing } from '../domain/startup-error.js';
 import { openBackend, openStorage, usesSharedStorage } from '../store/open.js';
-import type { StorageBackend, StoragePart } from '../store/ports.js';
+import type { StorageBackend, StoragePart } from '../store/backend.js';
 
 /** A user mistake on the command line: printed without a stack trace, exit code 2. */
 export class CliError extends Error {

@@ -3,7 +3,7 @@ import type { Clock } from '../domain/clock.js';
 import type { Budget } from '../domain/credits.js';
 import { parseRatePolicies } from '../domain/rate-limit.js';
 import type { Logger } from '../obs/logger.js';
-import type { StorageBackend } from '../store/ports.js';
+import type { StorageBackend } from '../store/backend.js';
 import { StorageUnavailable } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission, type AddressCounters } from './admission.js';

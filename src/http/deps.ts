@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { LookupDeps } from '../gateway/pipeline.js';
 import type { OpsDeps } from './ops-routes.js';
-import type { StorageBackend } from '../store/ports.js';
+import type { StorageBackend } from '../store/backend.js';
 
 /** What both HTTP planes are built from (src/http/server.ts). */
 export interface ServerDeps extends LookupDeps {

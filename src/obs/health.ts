@@ -1,4 +1,4 @@
-import type { StorageHealth } from '../store/ports.js';
+import type { StorageHealth } from '../store/backend.js';
 import type { BreakerState } from '../upstream/types.js';
 
 export interface Readiness {

@@ -1,9 +1,9 @@
 import type { Config } from '../config.js';
-import type { BackendOptions, StorageBackend } from './ports.js';
+import type { BackendOptions, StorageBackend } from './backend.js';
 import { SharedBackend } from './shared/backend.js';
 import { SqliteBackend } from './sqlite/backend.js';
 
-export type { BackendOptions, StorageBackend, StoragePart } from './ports.js';
+export type { BackendOptions, StorageBackend, StoragePart } from './backend.js';
 export type { SqliteBackend } from './sqlite/backend.js';
 /** To tell the embedded backend from the shared one (app.ts gives the tests the embedded stores). */
 export { SqliteBackend as SqliteBackendClass } from './sqlite/backend.js';

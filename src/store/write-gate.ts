@@ -1,4 +1,4 @@
-import type { StorageLog } from './ports.js';
+import type { StorageLog } from './backend.js';
 import type { Clock } from '../domain/clock.js';
 
 /** A write the gate refused without trying it: the database failed recently and is cooling down. */

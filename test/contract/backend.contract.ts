@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RatePolicy } from '../../src/domain/rate-limit.js';
-import type { StorageBackend } from '../../src/store/ports.js';
+import type { StorageBackend } from '../../src/store/backend.js';
 import type { BackendFactory } from './backends.js';
 import { DAY, HOUR, row, T0, withHandle } from './support.js';
 

@@ -6,7 +6,7 @@ import { FakeClock, type Clock } from '../../src/domain/clock.js';
 import { DataDirInUse } from '../../src/domain/startup-error.js';
 import { openBackend, openStorage, type SqliteBackend } from '../../src/store/open.js';
 import type { SharedBackend } from '../../src/store/shared/backend.js';
-import type { StorageBackend } from '../../src/store/ports.js';
+import type { StorageBackend } from '../../src/store/backend.js';
 import pg from 'pg';
 import { freshDatabase } from '../helpers/postgres.js';
 import { freshPrefix, REDIS_URL } from '../helpers/redis.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { StorageBackend } from '../../src/store/ports.js';
+import type { StorageBackend } from '../../src/store/backend.js';
 import type { BackendFactory, Handle } from './backends.js';
 import { eventually, sleep, T0, withHandle } from './support.js';
 

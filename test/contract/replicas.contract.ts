@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { PROVIDER_SCOPE } from '../../src/domain/credits.js';
 import type { Reservation } from '../../src/domain/ledger.js';
-import type { ScopeBudgets, StorageBackend } from '../../src/store/ports.js';
+import type { ScopeBudgets } from '../../src/store/ports.js';
+import type { StorageBackend } from '../../src/store/backend.js';
 import type { BackendFactory } from './backends.js';
 import { DAY, row, T0, unique, withHandle } from './support.js';
 

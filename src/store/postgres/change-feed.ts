@@ -1,5 +1,6 @@
 import pg from 'pg';
-import type { ChangeFeed, ChangeTopic, StorageLog } from '../ports.js';
+import type { ChangeFeed, ChangeTopic } from '../ports.js';
+import type { StorageLog } from '../backend.js';
 
 /** The channel every writer of keys or cache entries notifies. */
 export const CHANGES_CHANNEL = 'tollgate_changes';

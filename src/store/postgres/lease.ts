@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Pool } from 'pg';
 import { ulid } from 'ulid';
-import type { StorageLog } from '../ports.js';
+import type { StorageLog } from '../backend.js';
 
 export const DEFAULT_HEARTBEAT_MS = 2_000;
 export const DEFAULT_LEASE_MS = 15_000;

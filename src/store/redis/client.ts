@@ -1,5 +1,5 @@
 import { createClient, type RedisClientType } from 'redis';
-import type { StorageLog } from '../ports.js';
+import type { StorageLog } from '../backend.js';
 
 export type { RedisClientType } from 'redis';
 

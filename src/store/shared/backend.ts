@@ -2,7 +2,7 @@ import type { Pool } from '../postgres/pool.js';
 import type { Config } from '../../config.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { LastUsedBatcher } from '../last-used.js';
-import type { BackendOptions, StorageBackend, StorageGauges, StorageHealth, StorageLog } from '../ports.js';
+import type { BackendOptions, StorageBackend, StorageGauges, StorageHealth, StorageLog } from '../backend.js';
 import { PgResponseCache } from '../postgres/cache.js';
 import { PgChangeFeed } from '../postgres/change-feed.js';
 import { PgCredits } from '../postgres/credits.js';

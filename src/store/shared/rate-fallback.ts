@@ -1,6 +1,7 @@
 import type { Clock } from '../../domain/clock.js';
 import type { PolicyCount, RatePolicy } from '../../domain/rate-limit.js';
-import type { RateCounters, StorageLog } from '../ports.js';
+import type { RateCounters } from '../ports.js';
+import type { StorageLog } from '../backend.js';
 import { WindowCounters } from '../window-counters.js';
 import { isStorageError, StorageUnavailable } from '../write-gate.js';
 

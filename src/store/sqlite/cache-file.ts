@@ -1,7 +1,7 @@
 import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
-import type { StorageLog } from '../ports.js';
+import type { StorageLog } from '../backend.js';
 import { checkCacheOrigin, recordCacheOrigin, upstreamIdentity } from './cache-origin.js';
 import { CACHE_MIGRATIONS } from './cache-schema.js';
 import { openDatabase, type DB, type OpenOptions } from './db.js';

@@ -1,4 +1,4 @@
-import type { StorageHealth } from '../ports.js';
+import type { StorageHealth } from '../backend.js';
 import type { WriteGateState } from '../write-gate.js';
 import type { DB } from './db.js';
 

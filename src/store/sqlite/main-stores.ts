@@ -1,7 +1,7 @@
 import type { Clock } from '../../domain/clock.js';
 import type { Config } from '../../config.js';
 import { LastUsedBatcher } from '../last-used.js';
-import type { StorageLog } from '../ports.js';
+import type { StorageLog } from '../backend.js';
 import { StorageUnavailable, type WriteGate } from '../write-gate.js';
 import { BudgetStore } from './budgets.js';
 import type { DB } from './db.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../../domain/clock.js';
-import type { StorageLog } from '../ports.js';
+import type { StorageLog } from '../backend.js';
 import { WriteGate } from '../write-gate.js';
 
 /*
