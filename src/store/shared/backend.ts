@@ -18,6 +18,7 @@ import { RedisRateCounters } from '../redis/rate-counters.js';
 import { FallbackRateCounters } from './rate-fallback.js';
 import { RememberedCache } from './remembered-cache.js';
 import { RememberedKeys } from './remembered-keys.js';
+import { probe } from './probe.js';
 
 /** How often a replica looks for reservations of replicas whose lease lapsed. */
 const RECOVERY_EVERY_MS = 5_000;
@@ -44,8 +45,6 @@ interface Parts {
 
 /** How often batched writes (zero-credit ledger rows, hit counters) go to PostgreSQL. */
 const FLUSH_EVERY_MS = 1_000;
-/** A health probe that takes longer than this reports the store as unreachable. */
-const PROBE_TIMEOUT_MS = 2_000;
 
 /** Where the shared backend's keys live in Redis; tests give each run its own. */
 export interface SharedOptions extends BackendOptions {
@@ -97,6 +96,7 @@ export class SharedBackend implements StorageBackend {
     let redis: RedisClientType | null = null;
     let changes: PgChangeFeed | null = null;
     let lease: ReplicaLease | null = null;
+    let recovery: AbandonedRecovery | null = null;
     try {
       await migrate(pool);
       redis = await openRedis(redisUrl, log);
@@ -106,7 +106,7 @@ export class SharedBackend implements StorageBackend {
       // A command reserves nothing: it needs no lease, only an owner name no replica has.
       const credits = lease ? new PgCredits(pool, lease.id, lease) : new PgCredits(pool, `cli-${process.pid}`);
       const ledger = new PgLedger(pool, credits, lease ? { leaseMs: lease.leaseMs } : {});
-      const recovery = lease ? new AbandonedRecovery(ledger, log) : null;
+      recovery = lease ? new AbandonedRecovery(ledger, log) : null;
       // Reservations of replicas that died are charged before this one serves, then every few seconds.
       await recovery?.run();
       recovery?.start(RECOVERY_EVERY_MS);
@@ -118,6 +118,7 @@ export class SharedBackend implements StorageBackend {
       const keys = new RememberedKeys(table, changes);
       return new SharedBackend({ pool, leasePool, redis, lease, recovery, changes, keys, lastUsed, rates, credits, ledger, cache, claims, log, server });
     } catch (err) {
+      await recovery?.stop();
       await changes?.close();
       redis?.destroy();
       await lease?.stop().catch(() => {});
@@ -138,8 +139,7 @@ export class SharedBackend implements StorageBackend {
       probe(this.parts.pool.query('SELECT 1').then(() => {})),
       probe(this.parts.redis.ping().then(() => {})),
     ]);
-    this.databaseOk = database === 'ok';
-    if (!this.databaseOk) this.databaseFailures++;
+    this.noteDatabase(database === 'ok');
     return {
       ok: true,
       checks: { database, redis, change_notifications: this.changes.listening ? 'ok' : 'reconnecting' },
@@ -168,6 +168,7 @@ export class SharedBackend implements StorageBackend {
 
   /** Batched writes in order (last-used times, hit counters, then ledger rows); a failure is logged and the next goes on. */
   async flush(): Promise<void> {
+    let failed: unknown = null;
     for (const [what, step] of [
       ['last-used times', () => this.lastUsed.flush()],
       ['cache hit counters', () => this.cache.flush()],
@@ -176,9 +177,23 @@ export class SharedBackend implements StorageBackend {
       try {
         await step();
       } catch (err) {
-        this.parts.log?.warn({ err }, `${what} not written; kept and retried`);
+        failed ??= err;
+        // Once per outage at warn; the gauges count every failed pass.
+        if (this.databaseOk) this.parts.log?.warn({ err }, `${what} not written; kept and retried`);
       }
     }
+    // The server's flush runs every second and always reads the cache's totals: what the
+    // database gauge says is at most that old, whether or not anything probes readiness.
+    this.noteDatabase(failed === null);
+  }
+
+  private noteDatabase(ok: boolean): void {
+    if (!ok) this.databaseFailures++;
+    if (ok !== this.databaseOk) {
+      if (ok) this.parts.log?.info({}, 'PostgreSQL answers again');
+      else this.parts.log?.error({}, 'PostgreSQL cannot be reached: misses are refused (503), hits held in memory still served');
+    }
+    this.databaseOk = ok;
   }
 
   /**
@@ -229,19 +244,4 @@ export class SharedBackend implements StorageBackend {
 export function redisPrefixOf(databaseUrl: string): string {
   const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1)) || 'postgres';
   return `tg:${name}:`;
-}
-
-/** 'ok', or what went wrong, within PROBE_TIMEOUT_MS. */
-async function probe(p: Promise<void>): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve(`unreachable: no answer within ${PROBE_TIMEOUT_MS} ms`), PROBE_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([p.then(() => 'ok'), timeout]);
-  } catch (err) {
-    return `unreachable: ${(err as Error).message}`;
-  } finally {
-    clearTimeout(timer);
-  }
 }
