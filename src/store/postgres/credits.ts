@@ -48,9 +48,12 @@ export class PgCredits implements Credits {
   async tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): Promise<RefusingBudget | null> {
     if (this.lease && !this.lease.healthy()) throw new StorageUnavailable('postgres', 'LEASE_LAPSED', this.lease.heartbeatMs);
     const refused = await inTransaction(this.pool, async (client) => {
-      // In one order whatever the caller's, so that two reservations never wait on each other.
-      for (const scope of [...new Set(limits.map((l) => l.scope))].sort()) {
-        await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [SCOPE_LOCK, scope]);
+      // In one order whatever the caller's, so that two reservations never wait on each other;
+      // in one statement; and only scopes with a budget to check: an unlimited key (or
+      // provider) has nothing to oversubscribe, and its reservations need not take turns.
+      const locked = [...new Set(limits.filter((l) => l.budgets.length > 0).map((l) => l.scope))].sort();
+      if (locked.length > 0) {
+        await client.query('SELECT pg_advisory_xact_lock($1, hashtext(s)) FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) ORDER BY i', [SCOPE_LOCK, locked]);
       }
       const states = await statesIn(client, limits, r.ts);
       for (let i = 0; i < limits.length; i++) {
