@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- hit miss herd scale workload profile ledger]`: measure Tollgate against its
+ * `npm run bench [-- hit miss herd scale workload profile ledger replicas]`: measure Tollgate against its
  * ceilings (issue 6), write BENCHMARKS.md and print a summary. With no names, all run.
  * TOLLGATE_BENCH_TARGET=<dir> benchmarks another build (a directory holding dist/).
  */
@@ -10,6 +10,7 @@ import { progress } from './lib/log.js';
 import { ORDER, printSummary, writeReport, FILE, type BenchId, type Section } from './lib/report.js';
 import { missBench } from './miss.js';
 import { profileBench } from './profile.js';
+import { replicasBench } from './replicas.js';
 import { scaleBench } from './scale.js';
 import { workloadBench } from './workload.js';
 
@@ -21,6 +22,7 @@ const BENCHES: Record<BenchId, () => Promise<Section>> = {
   scale: scaleBench,
   workload: workloadBench,
   ledger: ledgerBench,
+  replicas: replicasBench,
 };
 
 const asked = process.argv.slice(2);

@@ -19,7 +19,12 @@ interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
+  /** µs on the monotonic clock (CLOCK_MONOTONIC on Linux, as process.hrtime), the start of the first delta. */
+  startTime: number;
 }
+
+/** Monotonic µs, comparable with a profile's sample times (both CLOCK_MONOTONIC on Linux). */
+export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 export interface Entry {
   name: string;
@@ -32,6 +37,8 @@ export interface Analysis {
   idleMs: number;
   self: Entry[];
   inclusive: Entry[];
+  /** Inclusive time of any function, node internals and packages too. */
+  inclusiveAll: Entry[];
   origins: Entry[];
 }
 
@@ -56,7 +63,8 @@ const top = (m: Map<string, number>, total: number, n: number): Entry[] =>
     .slice(0, n)
     .map(([name, us]) => ({ name, ms: us / 1000, share: us / total }));
 
-export function analyze(file: string, n = 20): Analysis {
+/** `window`: only samples taken between these monotonicUs() times (e.g. a measured round, not the warm-up). */
+export function analyze(file: string, n = 20, window?: { fromUs: number; toUs: number }): Analysis {
   const p = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(p.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
@@ -67,9 +75,12 @@ export function analyze(file: string, n = 20): Analysis {
   const origins = new Map<string, number>();
   let total = 0;
   let idle = 0;
+  let at = p.startTime;
   for (let i = 0; i < p.samples.length; i++) {
     // timeDeltas[i] is the time since the previous sample; charge it to the sample that ends it.
     const us = p.timeDeltas[i] ?? 0;
+    at += us;
+    if (window && (at < window.fromUs || at > window.toUs)) continue;
     const node = byId.get(p.samples[i]!)!;
     total += us;
     if (node.callFrame.functionName === '(idle)') {
@@ -100,6 +111,7 @@ export function analyze(file: string, n = 20): Analysis {
       busy,
       n,
     ),
+    inclusiveAll: top(incl, busy, n),
     origins: top(origins, busy, n),
   };
 }

@@ -32,6 +32,8 @@ export interface LoadResult {
   mean: number;
   non2xx: number;
   errors: number;
+  /** Answers by HTTP status. */
+  statuses: Record<number, number>;
   /** CPU cores used on average, by the server and by this (the generator's) process. */
   serverCores: number;
   generatorCores: number;
@@ -49,6 +51,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const lat = new Sample();
   let ok = 0;
   let clientNo = 0;
+  const statuses: Record<number, number> = {};
   const inst = autocannon({
     url: o.url,
     connections: o.connections,
@@ -59,6 +62,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     setupClient: (client) => client.setRequests(o.pathsFor(clientNo++).map((path) => ({ method: 'GET', path }))),
   });
   inst.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    statuses[status] = (statuses[status] ?? 0) + 1;
     if (status >= 200 && status < 300) {
       ok++;
       lat.add(ms);
@@ -81,6 +85,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     mean: sorted.length ? sum / sorted.length : NaN,
     non2xx: result.non2xx,
     errors: result.errors,
+    statuses,
     serverCores: (cpuSeconds(o.serverPid) - srv0) / wall,
     cpuUsPerRequest: ((cpuSeconds(o.serverPid) - srv0) * 1e6) / Math.max(1, ok),
     generatorCores: (cpu.user + cpu.system) / 1e6 / wall,

@@ -78,9 +78,22 @@ export async function startSimulator(apiKey: string, latencyMs = 0): Promise<Chi
   return { pid: proc.pid!, url: `http://127.0.0.1:${port}`, stop: stopper(proc) };
 }
 
+export interface KeyOptions {
+  name?: string;
+  /** `--rate`, e.g. `500/minute`. */
+  rate?: string;
+  /** `--credits`, e.g. `1000000/month`. */
+  credits?: string;
+  /** Extra environment, e.g. TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL for the shared backend. */
+  env?: Record<string, string>;
+}
+
 /** A client key, through the CLI as an operator would create it. */
-export function createKey(dataDir: string): string {
-  const out = execFileSync(process.execPath, [CLI, 'keys', 'create', '--name', 'bench', '--json', '--data-dir', dataDir], { encoding: 'utf8' });
+export function createKey(dataDir: string, o: KeyOptions = {}): string {
+  const args = [CLI, 'keys', 'create', '--name', o.name ?? 'bench', '--json', '--data-dir', dataDir];
+  if (o.rate) args.push('--rate', o.rate);
+  if (o.credits) args.push('--credits', o.credits);
+  const out = execFileSync(process.execPath, args, { encoding: 'utf8', env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   return (JSON.parse(out) as { key: string }).key;
 }
 
@@ -95,6 +108,8 @@ export interface GatewayOptions {
   nodeArgs?: string[];
   /** Another build's dist/cli.js (A/B comparisons); the target build's by default. */
   cli?: string;
+  /** Further TOLLGATE_* settings, e.g. the shared backend's TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL. */
+  env?: Record<string, string>;
 }
 
 /**
@@ -121,6 +136,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     TOLLGATE_UPSTREAM_API_KEY: o.upstreamKey,
     TOLLGATE_LOG_LEVEL: 'info',
     ...(o.configFile ? { TOLLGATE_CONFIG: o.configFile } : {}),
+    ...o.env,
   });
   const spawnedAt = performance.now();
   const cli = o.cli ?? CLI;
