@@ -2,6 +2,9 @@ import { createHash } from 'node:crypto';
 import type { RedisClientType } from 'redis';
 import { windowStart, type PolicyCount, type RatePolicy } from '../../domain/rate-limit.js';
 import type { RateCounters } from '../ports.js';
+import { Deadlines } from './deadline.js';
+
+const COMMAND_TIMEOUT_MS = 1_000;
 
 /**
  * Count one request in every window if none refuses it, atomically (a script runs alone in
@@ -46,6 +49,9 @@ const EXPIRY_SLACK_MS = 60_000;
  * `durable` or not: what survives a restart of Redis itself is Redis's persistence setting.
  */
 export class RedisRateCounters implements RateCounters {
+  /** Every count bounded: a request waits at most this long for Redis before its limits fall back (onStoreFailure). */
+  private readonly deadlines = new Deadlines(COMMAND_TIMEOUT_MS);
+
   constructor(
     private readonly redis: RedisClientType,
     /** Prepended to every key, so that several installations (or tests) can share one Redis. */
@@ -53,7 +59,7 @@ export class RedisRateCounters implements RateCounters {
   ) {}
 
   async counts(scope: string, policies: readonly RatePolicy[], now: number): Promise<PolicyCount[]> {
-    const values = await this.redis.mGet(policies.map((p) => this.key(scope, p, now)));
+    const values = await this.deadlines.bound(this.redis.mGet(policies.map((p) => this.key(scope, p, now))));
     return policies.map((policy, i) => ({ policy, count: Number(values[i] ?? 0) }));
   }
 
@@ -79,10 +85,10 @@ export class RedisRateCounters implements RateCounters {
    */
   private async run(script: string, args: { keys: string[]; arguments: string[] }): Promise<unknown> {
     try {
-      return await this.redis.evalSha(sha1(script), args);
+      return await this.deadlines.bound(this.redis.evalSha(sha1(script), args));
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return this.redis.eval(script, args);
+      return this.deadlines.bound(this.redis.eval(script, args));
     }
   }
 
