@@ -131,3 +131,18 @@ describe('shared backend: each replica remembers, and forgets on change', () => 
     expect((await a.cache.get('k1'))?.data).toBe('"v2"');
   }, 15_000);
 });
+
+describe('shared backend: budget states for answers\' headers', () => {
+  const limits = [{ scope: 'key_b', budgets: [{ limit: 100, period: 'day' as const }] }];
+  const reservation = (requestId: string) => ({ requestId, ts: T0, keyId: 'key_b', endpoint: 'profile', identity: null, estimate: 3 });
+
+  it('are answered from memory right after a read; this replica\'s own reservation at once, another\'s within a fraction of a second', async () => {
+    const [a, b] = [await replica(), await replica()];
+    expect((await b.credits.states(limits, T0))[0]![0]!.reserved).toBe(0);
+    expect(isPromise(b.credits.states(limits, T0))).toBe(false);
+    expect(await b.credits.tryReserve(reservation('req_own'), limits)).toBeNull();
+    expect((await b.credits.states(limits, T0))[0]![0]!.reserved).toBe(3);
+    expect(await a.credits.tryReserve(reservation('req_other'), limits)).toBeNull();
+    expect(await eventually(async () => (await b.credits.states(limits, T0))[0]![0]!.reserved, (n) => n === 6, 1_000)).toBe(6);
+  }, 15_000);
+});

@@ -7,6 +7,11 @@ import { inTransaction } from './pool.js';
 
 type Queryable = Pool | PoolClient;
 
+/** How long budget states read for answers' headers are answered from memory. */
+const REMEMBER_MS = 250;
+/** Most scopes remembered; beyond it all are forgotten (as the key memory does). */
+const REMEMBERED_SCOPES_MAX = 10_000;
+
 /** Any constant of Tollgate's own, first half of the advisory lock a scope's reservations take. */
 const SCOPE_LOCK = 0x54474352;
 
@@ -24,6 +29,9 @@ const SCOPE_LOCK = 0x54474352;
 export class PgCredits implements Credits {
   /** This process's reservations not yet settled: what reservedFor and inFlight answer. */
   private readonly mine = new Map<string, number>();
+  /** Budget states read lately, per scope: when, what was reserved, and the usage per `period:start`. */
+  private readonly recent = new Map<string, { at: number; reserved: number; used: Map<string, number> }>();
+  private epoch = 0;
 
   constructor(
     private readonly pool: Pool,
@@ -41,8 +49,47 @@ export class PgCredits implements Credits {
     return reservedIn(this.pool, scope);
   }
 
-  async states(limits: readonly ScopeBudgets[], now: number): Promise<BudgetState[][]> {
-    return statesIn(this.pool, limits, now);
+  /**
+   * Every budget's state. Called for the X-Credits-* fields of every answer, hits included, so
+   * what was read is remembered per scope for REMEMBER_MS and answered as a value: a hit then
+   * reads no database. Forgotten when this process reserves or settles; another replica's
+   * reservations show within REMEMBER_MS. (Reservations themselves always read afresh, in
+   * their transaction: only the headers may lag.)
+   */
+  states(limits: readonly ScopeBudgets[], now: number): BudgetState[][] | Promise<BudgetState[][]> {
+    const t = performance.now();
+    const out: BudgetState[][] = [];
+    for (const { scope, budgets } of limits) {
+      if (budgets.length === 0) {
+        out.push([]);
+        continue;
+      }
+      const known = this.recent.get(scope);
+      if (!known || t - known.at > REMEMBER_MS) return this.read(limits, now);
+      const states: BudgetState[] = [];
+      for (const b of budgets) {
+        const used = known.used.get(`${b.period}:${periodStart(b.period, now)}`);
+        if (used === undefined) return this.read(limits, now);
+        states.push(budgetState(b, used, known.reserved, now));
+      }
+      out.push(states);
+    }
+    return out;
+  }
+
+  private async read(limits: readonly ScopeBudgets[], now: number): Promise<BudgetState[][]> {
+    const at = performance.now();
+    const epoch = this.epoch;
+    const states = await statesIn(this.pool, limits, now);
+    // A reservation or settlement of this process since the read began: what was read may predate it.
+    if (epoch !== this.epoch) return states;
+    if (this.recent.size >= REMEMBERED_SCOPES_MAX) this.recent.clear();
+    limits.forEach(({ scope, budgets }, i) => {
+      if (budgets.length === 0) return;
+      const used = new Map(budgets.map((b, j) => [`${b.period}:${periodStart(b.period, now)}`, states[i]![j]!.used]));
+      this.recent.set(scope, { at, reserved: states[i]![0]!.reserved, used });
+    });
+    return states;
   }
 
   async tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): Promise<RefusingBudget | null> {
@@ -67,7 +114,10 @@ export class PgCredits implements Credits {
       );
       return null;
     });
-    if (!refused) this.mine.set(r.requestId, r.estimate);
+    if (!refused) {
+      this.mine.set(r.requestId, r.estimate);
+      this.changed();
+    }
     return refused;
   }
 
@@ -82,6 +132,13 @@ export class PgCredits implements Credits {
   /** The ledger settled `requestId`'s reservation (or found none of this process's). */
   forget(requestId: string): void {
     this.mine.delete(requestId);
+    this.changed();
+  }
+
+  /** This process moved some budget: what it remembers of budgets is forgotten. */
+  private changed(): void {
+    this.epoch++;
+    this.recent.clear();
   }
 }
 
