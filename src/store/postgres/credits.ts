@@ -7,6 +7,9 @@ import { inTransaction } from './pool.js';
 
 type Queryable = Pool | PoolClient;
 
+const INSERT_RESERVATION =
+  'INSERT INTO reservations (request_id, ts, key_id, endpoint, identity, estimate, scopes, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO UPDATE SET estimate = excluded.estimate, scopes = excluded.scopes, owner = excluded.owner';
+
 /** How long budget states read for answers' headers are answered from memory. */
 const REMEMBER_MS = 250;
 /** Most scopes remembered; beyond it all are forgotten (as the key memory does). */
@@ -94,26 +97,25 @@ export class PgCredits implements Credits {
 
   async tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): Promise<RefusingBudget | null> {
     if (this.lease && !this.lease.healthy()) throw new StorageUnavailable('postgres', 'LEASE_LAPSED', this.lease.heartbeatMs);
-    const refused = await inTransaction(this.pool, async (client) => {
-      // In one order whatever the caller's, so that two reservations never wait on each other;
-      // in one statement; and only scopes with a budget to check: an unlimited key (or
-      // provider) has nothing to oversubscribe, and its reservations need not take turns.
-      const locked = [...new Set(limits.filter((l) => l.budgets.length > 0).map((l) => l.scope))].sort();
-      if (locked.length > 0) {
-        await client.query('SELECT pg_advisory_xact_lock($1, hashtext(s)) FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) ORDER BY i', [SCOPE_LOCK, locked]);
-      }
-      const states = await statesIn(client, limits, r.ts);
-      for (let i = 0; i < limits.length; i++) {
-        const state = refusingBudget(states[i]!, r.estimate);
-        // Nothing written: the transaction's end only lets the locks go.
-        if (state) return { scope: limits[i]!.scope, state };
-      }
-      await client.query(
-        'INSERT INTO reservations (request_id, ts, key_id, endpoint, identity, estimate, scopes, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO UPDATE SET estimate = excluded.estimate, scopes = excluded.scopes, owner = excluded.owner',
-        [r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate, limits.map((l) => l.scope), this.owner],
-      );
-      return null;
-    });
+    const row = [r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate, limits.map((l) => l.scope), this.owner];
+    // Only scopes with a budget are checked, so only they take turns: an unlimited key (and an
+    // unlimited provider) has nothing to oversubscribe, and its reservation is one statement.
+    const locked = [...new Set(limits.filter((l) => l.budgets.length > 0).map((l) => l.scope))].sort();
+    const refused =
+      locked.length === 0
+        ? (await this.pool.query(INSERT_RESERVATION, row), null)
+        : await inTransaction(this.pool, async (client) => {
+            // In one order whatever the caller's, so that two reservations never wait on each other.
+            await client.query('SELECT pg_advisory_xact_lock($1, hashtext(s)) FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) ORDER BY i', [SCOPE_LOCK, locked]);
+            const states = await statesIn(client, limits, r.ts);
+            for (let i = 0; i < limits.length; i++) {
+              const state = refusingBudget(states[i]!, r.estimate);
+              // Nothing written: the transaction's end only lets the locks go.
+              if (state) return { scope: limits[i]!.scope, state };
+            }
+            await client.query(INSERT_RESERVATION, row);
+            return null;
+          });
     if (!refused) {
       this.mine.set(r.requestId, r.estimate);
       this.changed();
