@@ -66,10 +66,10 @@ export class FallbackRateCounters implements RateCounters {
       if (!isStorageError(err)) throw err;
       if (!this.failing) {
         this.failing = true;
-        this.log?.error({ err: { name: (err as Error).name, message: (err as Error).message }, onStoreFailure: this.mode }, this.mode === 'open' ? 'rate counters unreachable: each replica counts on its own' : 'rate counters unreachable: limited requests refused');
+        this.log?.error({ err: { name: (err as Error).constructor.name, message: (err as Error).message }, onStoreFailure: this.mode }, this.mode === 'open' ? 'rate counters unreachable: each replica counts on its own' : 'rate counters unreachable: limited requests refused');
       }
       this.fallbacks++;
-      if (this.mode === 'closed') throw new StorageUnavailable('redis', (err as Error).name, 1_000);
+      if (this.mode === 'closed') throw new StorageUnavailable('redis', (err as Error).constructor.name, 1_000);
       return local();
     }
   }
