@@ -1,7 +1,7 @@
 import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, DisconnectsClientError, SocketClosedUnexpectedlyError, SocketTimeoutError, TimeoutError } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
-import { parseRatePolicies } from '../../src/domain/rate-limit.js';
+import { ADVISORY, parseRatePolicies } from '../../src/domain/rate-limit.js';
 import type { RateCounters } from '../../src/store/ports.js';
 import { FallbackRateCounters, type OnStoreFailure } from '../../src/store/shared/rate-fallback.js';
 import { isStorageError, StorageUnavailable } from '../../src/store/write-gate.js';
@@ -58,5 +58,12 @@ describe('FallbackRateCounters while Redis is down', () => {
     const refused = await counters('closed').take('key', twoPerMinute, now, true).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(StorageUnavailable);
     expect(refused).toMatchObject({ database: 'redis', code: 'ClientOfflineError' });
+  });
+
+  it('closed: a key without a rate limit (advisory window only) is still served, counted in memory', async () => {
+    const c = counters('closed');
+    const t = await c.take('unlimited', ADVISORY, now, true);
+    expect(t.taken).toBe(true);
+    expect(t.counts[0]!.count).toBe(1);
   });
 });
