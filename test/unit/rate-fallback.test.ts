@@ -13,7 +13,7 @@ import { isStorageError, StorageUnavailable } from '../../src/store/write-gate.j
  */
 const redisDown = (): RateCounters => {
   const fail = () => Promise.reject(new ClientOfflineError());
-  return { counts: fail, add: fail, take: fail, flush() {}, close() {} };
+  return { counts: fail, add: fail, take: fail, flush() {} };
 };
 const opened: FallbackRateCounters[] = [];
 const counters = (mode: OnStoreFailure) => {
