@@ -19,7 +19,12 @@ export interface Partition {
   /** `url` with its host and port replaced by the relay's. */
   through(url: string): string;
   cut(how: Cut): void;
-  restore(): void;
+  /**
+   * Relay again. `silent`, after a blackhole: the connections open during it are not relayed
+   * again, nor ended (the server forgot them, say it failed over, and nothing tells the
+   * client); new ones are relayed.
+   */
+  restore(held?: 'resume' | 'silent'): void;
   close(): Promise<void>;
 }
 
@@ -32,6 +37,8 @@ interface Pair {
 
 export async function netPartition(targetHost: string, targetPort: number): Promise<Partition> {
   const pairs = new Set<Pair>();
+  /** Client sockets of connections the "server" forgot: kept open, never answered. */
+  const silenced = new Set<net.Socket>();
   let state: Cut | 'open' = 'open';
 
   const drop = (p: Pair) => {
@@ -75,16 +82,24 @@ export async function netPartition(targetHost: string, targetPort: number): Prom
       state = how;
       if (how === 'refuse') for (const p of [...pairs]) drop(p);
     },
-    restore() {
+    restore(held = 'resume') {
       state = 'open';
-      for (const p of pairs) {
-        if (p.upstream) relay(p);
+      for (const p of [...pairs]) {
+        if (held === 'silent') {
+          pairs.delete(p);
+          p.client.removeAllListeners('data');
+          p.client.on('data', () => {});
+          p.upstream?.removeAllListeners('close').removeAllListeners('error').on('error', () => {});
+          p.upstream?.destroy();
+          silenced.add(p.client);
+        } else if (p.upstream) relay(p);
         else connect(p);
       }
     },
     close: () =>
       new Promise<void>((resolve) => {
         for (const p of [...pairs]) drop(p);
+        for (const s of silenced) s.destroy();
         server.close(() => resolve());
       }),
   };
