@@ -132,18 +132,20 @@ const STORAGE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|READONLY|IOERR|CANTOPEN|PROTOCO
  * Failures of a network store (PostgreSQL, Redis) that say it cannot be reached or cannot
  * answer now, as opposed to a bug: PostgreSQL's connection (08), operator-intervention and
  * timeout (57), resource (53) and conflict (40) classes, a socket's errno, and the drivers'
- * connection and timeout errors (pg's messages, node-redis's error classes).
+ * connection and timeout errors (pg's messages, node-redis's error classes). node-redis's
+ * classes leave `name` as 'Error' ("The client is offline" is a ClientOfflineError only by
+ * its constructor), so the class is told by the constructor's name.
  */
 const PG_UNAVAILABLE = /^(08|57|53|40)[0-9A-Z]{3}$/;
 const SOCKET_CODES = /^E(CONNREFUSED|CONNRESET|TIMEDOUT|PIPE|HOSTUNREACH|NETUNREACH|AI_AGAIN|NOTFOUND)$/;
 const DRIVER_MESSAGES = /timeout|Connection terminated|connection (is )?closed|Client has encountered a connection error|Cannot use a pool after calling end/i;
-const REDIS_NAMES = /^(ClientClosedError|ClientOfflineError|TimeoutError|SocketClosedUnexpectedlyError|ConnectionTimeoutError|SocketTimeoutError|ReconnectStrategyError)$/;
+const REDIS_NAMES = /^(ClientClosedError|ClientOfflineError|DisconnectsClientError|TimeoutError|SocketClosedUnexpectedlyError|ConnectionTimeoutError|SocketTimeoutError|ReconnectStrategyError)$/;
 
 export function isNetworkStoreFailure(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (PG_UNAVAILABLE.test(code) || SOCKET_CODES.test(code))) return true;
-  return REDIS_NAMES.test(err.name) || DRIVER_MESSAGES.test(err.message);
+  return REDIS_NAMES.test(err.name) || REDIS_NAMES.test(err.constructor.name) || DRIVER_MESSAGES.test(err.message);
 }
 
 export function isStorageError(err: unknown): boolean {

@@ -36,12 +36,19 @@ export type Change = { readonly topic: ChangeTopic; readonly key: string | null 
  * A notification sent while the connection was down is never delivered, so after a lost
  * connection the feed reconnects on its own and then announces every topic as changed:
  * whatever was remembered meanwhile is dropped. A replica's own writes notify it too.
+ *
+ * A listening connection sends nothing, so a network gone silent (a partition, a database
+ * host that vanished or failed over) would never end it: the feed would stay deaf, and the
+ * replica would go on serving revoked keys and purged entries. It is asked `SELECT 1` every
+ * `checkEveryMs`; no answer within `checkTimeoutMs` counts as a lost connection.
  */
 export class PgChangeFeed implements ChangeFeed {
   private readonly listeners = new Map<ChangeTopic, Set<() => void>>();
   private readonly keyed = new Set<(c: Change) => void>();
   private readonly changed = new Set<ChangeTopic>();
   private readonly timer: NodeJS.Timeout;
+  private readonly checker: NodeJS.Timeout;
+  private checking = false;
   private client: pg.Client | null = null;
   private reconnecting: NodeJS.Timeout | null = null;
   private closed = false;
@@ -49,14 +56,18 @@ export class PgChangeFeed implements ChangeFeed {
   private constructor(
     private readonly url: string,
     everyMs: number,
+    checkEveryMs: number,
+    private readonly checkTimeoutMs: number,
     private readonly log?: StorageLog,
   ) {
     this.timer = setInterval(() => this.announce(), everyMs);
     this.timer.unref();
+    this.checker = setInterval(() => this.check(), checkEveryMs);
+    this.checker.unref();
   }
 
-  static async open(url: string, opts: { everyMs?: number; log?: StorageLog } = {}): Promise<PgChangeFeed> {
-    const feed = new PgChangeFeed(url, opts.everyMs ?? 200, opts.log);
+  static async open(url: string, opts: { everyMs?: number; checkEveryMs?: number; checkTimeoutMs?: number; log?: StorageLog } = {}): Promise<PgChangeFeed> {
+    const feed = new PgChangeFeed(url, opts.everyMs ?? 200, opts.checkEveryMs ?? 5_000, opts.checkTimeoutMs ?? 2_000, opts.log);
     await feed.connect();
     return feed;
   }
@@ -84,6 +95,7 @@ export class PgChangeFeed implements ChangeFeed {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    clearInterval(this.checker);
     if (this.reconnecting) clearTimeout(this.reconnecting);
     const c = this.client;
     this.client = null;
@@ -91,7 +103,7 @@ export class PgChangeFeed implements ChangeFeed {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: 'tollgate-changes', connectionTimeoutMillis: 5_000 });
+    const client = new pg.Client({ connectionString: this.url, application_name: 'tollgate-changes', connectionTimeoutMillis: 5_000, query_timeout: this.checkTimeoutMs });
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     client.on('notification', (n) => this.heard(n.payload ?? ''));
@@ -99,7 +111,8 @@ export class PgChangeFeed implements ChangeFeed {
       await client.connect();
       await client.query(`LISTEN ${CHANGES_CHANNEL}`);
     } catch (err) {
-      await client.end().catch(() => {});
+      // Not awaited: on a silent network the goodbye is never answered, and the retry must not wait for it.
+      void client.end().catch(() => {});
       throw err;
     }
     if (this.closed) {
@@ -107,6 +120,23 @@ export class PgChangeFeed implements ChangeFeed {
       return;
     }
     this.client = client;
+  }
+
+  /** The connection answers, or is given up as lost (and closed without waiting for a goodbye that may never come). */
+  private check(): void {
+    const client = this.client;
+    if (!client || this.checking) return;
+    this.checking = true;
+    client.query('SELECT 1').then(
+      () => {
+        this.checking = false;
+      },
+      () => {
+        this.checking = false;
+        this.lost(client);
+        void client.end().catch(() => {});
+      },
+    );
   }
 
   private lost(client: pg.Client): void {

@@ -1,10 +1,19 @@
 import pg from 'pg';
 import { StartupError } from '../../domain/startup-error.js';
+import { isNetworkStoreFailure } from '../write-gate.js';
+
+/**
+ * How much longer than the statement timeout the client waits for an answer. The statement
+ * timeout is the server's: it cannot end a wait for a server that is cut off (a partition, a
+ * frozen host), where a query on an open connection would otherwise wait forever.
+ */
+const CLIENT_MARGIN_MS = 1_000;
 
 /**
  * A connection pool to the shared database. Every statement is bounded in time (the ports
- * require it: requests wait on these calls, with others following them), and so is waiting
- * for a connection.
+ * require it: requests wait on these calls, with others following them): by the server
+ * (statement_timeout) and, should the server not answer at all, by the client
+ * (query_timeout, a little later); and so is waiting for a connection.
  */
 export function openPool(url: string, opts: { max?: number; statementTimeoutMs?: number } = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -12,6 +21,7 @@ export function openPool(url: string, opts: { max?: number; statementTimeoutMs?:
     max: opts.max ?? 10,
     connectionTimeoutMillis: 5_000,
     statement_timeout: opts.statementTimeoutMs ?? 5_000,
+    query_timeout: (opts.statementTimeoutMs ?? 5_000) + CLIENT_MARGIN_MS,
     application_name: 'tollgate',
   });
   // An idle client whose connection drops emits here; the next query gets a new one.
@@ -19,19 +29,26 @@ export function openPool(url: string, opts: { max?: number; statementTimeoutMs?:
   return pool;
 }
 
-/** `fn` in one transaction on one connection: committed when it returns, rolled back when it throws. */
+/**
+ * `fn` in one transaction on one connection: committed when it returns, rolled back when it
+ * throws. A connection that failed or timed out is closed instead of rolled back (PostgreSQL
+ * rolls back what a closed connection left): a ROLLBACK sent on it would wait out the timeout
+ * a second time, and returned to the pool it would fail, or hang, its next user.
+ */
 export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
+    if (isNetworkStoreFailure(err)) broken = err as Error;
+    else await client.query('ROLLBACK').catch((e: unknown) => (broken = e as Error));
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 

@@ -11,7 +11,9 @@ export type OnStoreFailure = 'open' | 'closed';
 /**
  * The shared rate counters (Redis), and what stands in while they cannot be reached:
  * `open` counts in this replica's memory (each replica then enforces every limit on its own),
- * `closed` refuses (StorageUnavailable, a 503 the client retries). Either way it is logged
+ * `closed` refuses a request that a limit applies to (StorageUnavailable, a 503 the client
+ * retries); one counted only in advisory windows (a key without a rate limit) is counted in
+ * memory, since no count of it could refuse it. Either way it is logged
  * when it starts and ends, and every request decided so is counted (`fallbacks`, a metric).
  * Once Redis answers again its windows are used again; what was counted in memory meanwhile
  * is not carried over.
@@ -37,15 +39,15 @@ export class FallbackRateCounters implements RateCounters {
   }
 
   counts(scope: string, policies: readonly RatePolicy[], now: number, durable: boolean): Promise<PolicyCount[]> {
-    return this.either(() => this.shared.counts(scope, policies, now, durable), () => this.local.counts(scope, policies, now, durable));
+    return this.either(policies, () => this.shared.counts(scope, policies, now, durable), () => this.local.counts(scope, policies, now, durable));
   }
 
   add(scope: string, policies: readonly RatePolicy[], now: number, durable: boolean): Promise<PolicyCount[]> {
-    return this.either(() => this.shared.add(scope, policies, now, durable), () => this.local.add(scope, policies, now, durable));
+    return this.either(policies, () => this.shared.add(scope, policies, now, durable), () => this.local.add(scope, policies, now, durable));
   }
 
   take(scope: string, policies: readonly RatePolicy[], now: number, durable: boolean): Promise<{ taken: boolean; counts: PolicyCount[] }> {
-    return this.either(() => this.shared.take(scope, policies, now, durable), () => this.local.take(scope, policies, now, durable));
+    return this.either(policies, () => this.shared.take(scope, policies, now, durable), () => this.local.take(scope, policies, now, durable));
   }
 
   flush(): void {}
@@ -54,7 +56,7 @@ export class FallbackRateCounters implements RateCounters {
     this.local.close();
   }
 
-  private async either<T>(shared: () => T | Promise<T>, local: () => T): Promise<T> {
+  private async either<T>(policies: readonly RatePolicy[], shared: () => T | Promise<T>, local: () => T): Promise<T> {
     try {
       const v = await shared();
       if (this.failing) {
@@ -66,10 +68,10 @@ export class FallbackRateCounters implements RateCounters {
       if (!isStorageError(err)) throw err;
       if (!this.failing) {
         this.failing = true;
-        this.log?.error({ err: { name: (err as Error).name, message: (err as Error).message }, onStoreFailure: this.mode }, this.mode === 'open' ? 'rate counters unreachable: each replica counts on its own' : 'rate counters unreachable: limited requests refused');
+        this.log?.error({ err: { name: (err as Error).constructor.name, message: (err as Error).message }, onStoreFailure: this.mode }, this.mode === 'open' ? 'rate counters unreachable: each replica counts on its own' : 'rate counters unreachable: limited requests refused');
       }
       this.fallbacks++;
-      if (this.mode === 'closed') throw new StorageUnavailable('redis', (err as Error).name, 1_000);
+      if (this.mode === 'closed' && policies.some((p) => p.enforced)) throw new StorageUnavailable('redis', (err as Error).constructor.name, 1_000);
       return local();
     }
   }
