@@ -158,6 +158,17 @@ export interface Charge {
  * each other in a cycle.
  */
 export async function chargeIn(client: PoolClient, charges: readonly Charge[]): Promise<void> {
+  const rows = chargeRows(charges);
+  if (rows.scope.length === 0) return;
+  await client.query(
+    `INSERT INTO credit_usage (scope, period, start, used) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+     ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used`,
+    [rows.scope, rows.period, rows.start, rows.credits],
+  );
+}
+
+/** The credit_usage rows `charges` move, summed, as one array per column in the order their locks are taken. */
+export function chargeRows(charges: readonly Charge[]): { scope: string[]; period: Period[]; start: number[]; credits: number[] } {
   const sums = new Map<string, { scope: string; period: Period; start: number; credits: number }>();
   for (const c of charges) {
     for (const scope of [c.keyId, PROVIDER_SCOPE]) {
@@ -171,12 +182,7 @@ export async function chargeIn(client: PoolClient, charges: readonly Charge[]): 
     }
   }
   const rows = [...sums.values()].filter((s) => s.credits !== 0).sort((a, b) => cmp(a.scope, b.scope) || cmp(a.period, b.period) || a.start - b.start);
-  if (rows.length === 0) return;
-  await client.query(
-    `INSERT INTO credit_usage (scope, period, start, used) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
-     ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used`,
-    [rows.map((r) => r.scope), rows.map((r) => r.period), rows.map((r) => r.start), rows.map((r) => r.credits)],
-  );
+  return { scope: rows.map((r) => r.scope), period: rows.map((r) => r.period), start: rows.map((r) => r.start), credits: rows.map((r) => r.credits) };
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -3,9 +3,10 @@ import type { LedgerRow, UsageGroup, UsageRow } from '../../domain/ledger.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn, type PgCredits } from './credits.js';
 import { DEFAULT_LEASE_MS } from './lease.js';
-import { INSERT_MANY, INSERT_ONE, REPLACE, TYPES, values } from './ledger-rows.js';
+import { INSERT_MANY, REPLACE, TYPES, values } from './ledger-rows.js';
 import { inTransaction } from './pool.js';
 import { recoverAbandonedIn } from './recovery.js';
+import { settleIn } from './settle.js';
 
 /** Most zero-credit rows kept while they cannot be written. */
 const MAX_PENDING = 100_000;
@@ -117,15 +118,20 @@ export class PgLedger implements Ledger {
     return recoverAbandonedIn(this.pool, this.credits.owner, this.opts.leaseMs ?? DEFAULT_LEASE_MS);
   }
 
-  /** The row, its charge and the end of its reservation: one transaction. */
+  /**
+   * The row, its charge and the end of its reservation, committed together. Almost always one
+   * statement (settle.ts); only a row whose request was already charged as abandoned takes
+   * the transaction that replaces that estimate.
+   */
   private async writeSettled(row: LedgerRow): Promise<void> {
+    const inserted = await settleIn(this.pool, row);
+    if (!inserted && !row.unsettled) await this.replaceEstimate(row);
+    this.credits.forget(row.requestId);
+  }
+
+  /** The unsettled estimate another replica charged for `row`'s request, if any, replaced by the real figure. */
+  private async replaceEstimate(row: LedgerRow): Promise<void> {
     await inTransaction(this.pool, async (client) => {
-      // The reservation first: a recovery charging it right now holds it, and this waits for
-      // that to commit, so that the ledger row it wrote is seen below.
-      await client.query('DELETE FROM reservations WHERE request_id = $1', [row.requestId]);
-      const inserted = await client.query(INSERT_ONE, values(row));
-      if ((inserted.rowCount ?? 0) > 0) return chargeIn(client, [row]);
-      if (row.unsettled) return;
       const prev = await client.query<{ key_id: string; ts: string; credits: string }>('SELECT key_id, ts, credits FROM ledger WHERE request_id = $1 AND unsettled FOR UPDATE', [
         row.requestId,
       ]);
@@ -134,6 +140,5 @@ export class PgLedger implements Ledger {
       await client.query(REPLACE, values(row));
       await chargeIn(client, [{ keyId: estimate.key_id, ts: Number(estimate.ts), credits: -Number(estimate.credits) }, row]);
     });
-    this.credits.forget(row.requestId);
   }
 }
