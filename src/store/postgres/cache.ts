@@ -3,7 +3,7 @@ import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEnt
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
-import { changePayload, NOTIFY_SQL } from './change-feed.js';
+import { CHANGES_CHANNEL, changePayload, NOTIFY_SQL } from './change-feed.js';
 import { inTransaction } from './pool.js';
 
 interface Row {
@@ -23,6 +23,22 @@ interface Row {
 
 const COLUMNS = 'key, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size';
 const EVICT_BATCH = 500;
+
+const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 FOR UPDATE),
+  stored AS (
+    INSERT INTO cache_entries (${COLUMNS}, last_access)
+    SELECT $1::text, $2::text, $3::text, $4::integer, $5::text, $6::text, $7::text, $8::text, $9::bigint, $10::bigint, $11::bigint, $12::bigint, $9::bigint
+    WHERE (SELECT count(*) FROM old) >= 0
+    ON CONFLICT (key) DO UPDATE SET endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
+      meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message, stored_at = excluded.stored_at,
+      fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0
+    RETURNING (xmax = 0) AS inserted),
+  totals AS (
+    UPDATE cache_counters SET value = value + CASE name
+      WHEN 'bytes' THEN $12::bigint - COALESCE((SELECT size FROM old), 0)
+      ELSE (SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored) END
+    WHERE name IN ('bytes', 'entries') RETURNING name, value)
+  SELECT name, value, pg_notify('${CHANGES_CHANNEL}', $13) FROM totals`;
 
 /** Bytes of the stored text plus a fixed allowance for the row's other columns and index entries (as the embedded cache counts). */
 export function sizeOf(e: NewEntry): number {
@@ -62,21 +78,30 @@ export class PgResponseCache implements ResponseCache {
     return r.rows[0] ? toEntry(r.rows[0]) : null;
   }
 
+  /**
+   * Store an entry in one statement (one round trip on every miss): the row, the totals moved
+   * by its size (and by one when it is new), and the notification that makes every replica
+   * forget what it holds for the key, delivered when it commits. Two replicas storing one key
+   * at the same instant may leave the byte total off by an entry's size; the entry count is
+   * exact (an upsert that updated says so in xmax).
+   */
   async put(e: NewEntry): Promise<void> {
-    const size = sizeOf(e);
-    await this.write(async (c) => {
-      await c.query(NOTIFY_SQL, [changePayload('cache', e.key)]);
-      const old = await c.query<{ size: string }>('SELECT size FROM cache_entries WHERE key = $1 FOR UPDATE', [e.key]);
-      await c.query(
-        `INSERT INTO cache_entries (${COLUMNS}, last_access) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $9)
-         ON CONFLICT (key) DO UPDATE SET endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
-           meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message, stored_at = excluded.stored_at,
-           fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0`,
-        [e.key, e.endpoint, e.identity, e.status, e.data, e.meta, e.errorCode, e.errorMessage, e.storedAt, e.freshAsOf, e.credits, size],
-      );
-      const was = old.rows[0] ? Number(old.rows[0].size) : null;
-      await this.moveTotals(c, size - (was ?? 0), was === null ? 1 : 0);
-    });
+    const r = await this.pool.query<{ name: string; value: string }>(PUT, [
+      e.key,
+      e.endpoint,
+      e.identity,
+      e.status,
+      e.data,
+      e.meta,
+      e.errorCode,
+      e.errorMessage,
+      e.storedAt,
+      e.freshAsOf,
+      e.credits,
+      sizeOf(e),
+      changePayload('cache', e.key),
+    ]);
+    this.mirror(r.rows);
   }
 
   recordHit(e: CacheEntry, at: number): void {
@@ -196,6 +221,12 @@ export class PgResponseCache implements ResponseCache {
       }
     });
     return n;
+  }
+
+  /** The totals as a statement that moved them left them. */
+  private mirror(rows: ReadonlyArray<{ name: string; value: string }>): void {
+    for (const x of rows) if (x.name === 'bytes') this.bytes = Number(x.value);
+    else this.entries = Number(x.value);
   }
 
   /** Inside a writing transaction: move the stored totals and mirror them as written. */
