@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { header, profile, startCluster, type Cluster, type Reply } from '../helpers/replica-processes.js';
+
+/**
+ * One herd call across three `serve` processes (issue #13, guarantee 4): identical misses
+ * spread over the replicas make one provider call, whichever replica each reached (a claim
+ * per call in Redis, gateway/replica-herd.ts); and when the replica making it dies mid-call,
+ * another takes over once its claim lapses (5 s), so nobody waits forever.
+ */
+const PROVIDER_MS = 1_500;
+/** The claim's ttl (replica-herd.ts), the provider's latency, and room for a loaded machine. */
+const TAKEOVER_BOUND_MS = 5_000 + PROVIDER_MS + 4_000;
+
+let c: Cluster;
+
+beforeAll(async () => {
+  c = await startCluster({ sim: { latencyMs: PROVIDER_MS } });
+}, 30_000);
+afterAll(() => c?.close(), 30_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const dataOf = (r: Reply) => JSON.stringify(r.json?.data);
+
+describe('one herd call across replicas', () => {
+  it('30 concurrent identical misses spread over three replicas make one provider call, and all get its answer', async () => {
+    const { secret } = await c.newKey();
+    const before = c.sim.callCount();
+    const replies = await Promise.all(Array.from({ length: 30 }, (_, i) => c.get(i, profile('herd-one'), secret)));
+    expect(replies.map((r) => r.status)).toEqual(Array(30).fill(200));
+    expect(c.sim.callCount() - before).toBe(1);
+    expect(new Set(replies.map(dataOf)).size).toBe(1);
+    // One paid for it; every other answer, on any replica, was collapsed onto that call.
+    expect(replies.filter((r) => header(r, 'x-credits-used') !== '0' && header(r, 'x-credits-used') !== '')).toHaveLength(1);
+  }, 30_000);
+
+  it('the leading replica killed mid-call: another takes over after a bounded wait, and every caller is answered', async () => {
+    const { secret } = await c.newKey();
+    const path = profile('herd-leader-dies');
+    const before = c.sim.callCount();
+    // Replica 0 leads: it claims the call and is waiting on the provider.
+    const leader = c.get(0, path, secret).catch((err: unknown) => err);
+    await sleep(400);
+    const followers = [1, 2, 1, 2].map((i) => c.get(i, path, secret));
+    await sleep(300);
+    await c.kill(0);
+    await leader;
+    const replies = await Promise.all(followers);
+    expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    for (const r of replies) expect(r.ms).toBeLessThan(TAKEOVER_BOUND_MS);
+    // The dead leader's call, then one more by the replica that took over: not one per replica.
+    expect(c.sim.callCount() - before).toBe(2);
+    expect(new Set(replies.map(dataOf)).size).toBe(1);
+  }, 40_000);
+});
