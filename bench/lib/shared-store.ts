@@ -1,7 +1,7 @@
 /**
  * The shared backend for the benchmarks: a PostgreSQL database of this run's own (created
  * here, dropped after) and Redis database 14, whose keys the gateway prefixes with that
- * database's name (src/store/shared/backend.ts redisPrefixOf) — so this run's counters are
+ * database's name (src/store/redis/client.ts redisPrefixOf) — so this run's counters are
  * found and deleted by that prefix, and never meet another run's or the tests' (db 15).
  */
 import pg from 'pg';

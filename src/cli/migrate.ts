@@ -19,23 +19,21 @@ function printReport(r: CopyReport): void {
     `  keys:               ${r.keys} (secret hashes included: existing secrets keep working)`,
     `  credit usage rows:  ${r.creditUsageRows} (budgets continue where they were)`,
     `  ledger rows:        ${r.ledgerRows}`,
+    `  pruned days:        ${prunedDays(r)}`,
     `  open reservations:  ${r.reservationsCharged.requests} charged at their estimates (${r.reservationsCharged.credits} credits), as unsettled ledger rows`,
     `  cache entries:      ${r.cache ? `${r.cache.entries} (${r.cache.bytes} bytes)` : 'not copied (no --cache)'}`,
   ];
-  const pruned = r.notCopied.prunedDays;
-  if (pruned.length > 0) {
-    const sum = (f: (d: (typeof pruned)[number]) => number) => pruned.reduce((a, d) => a + f(d), 0);
-    lines.push(
-      `Not copied: the daily totals of ${pruned.length} day(s) whose raw ledger rows were pruned (${pruned[0]!.day} … ${pruned.at(-1)!.day}):`,
-      `  ${sum((d) => d.requests)} requests, ${sum((d) => d.credits)} credits, ${sum((d) => d.creditsSaved)} credits saved.`,
-      '  PostgreSQL keeps raw rows only, so its usage reports leave these out; keep the old data directory to report on those days',
-      '  (`tollgate usage --data-dir <old dir>` with the database URLs unset). Budgets are not affected: credit usage was copied whole.',
-    );
-  }
   if (r.notCopied.rateWindows > 0) {
     lines.push(`Not copied: ${r.notCopied.rateWindows} rate-limit window(s); the shared backend counts requests in Redis from now on.`);
   }
   console.log(lines.join('\n'));
+}
+
+/** The daily totals of days pruned past the retention, copied as such. */
+function prunedDays(r: CopyReport): string {
+  const p = r.prunedDays;
+  if (p.rawFrom === null) return 'none (every raw ledger row is held)';
+  return `${p.days} day(s) before ${p.rawFrom} as ${p.totalsRows} daily totals per key and endpoint (${p.requests} requests, ${p.credits} credits); reported whole, as before`;
 }
 
 const MIGRATE_DATA_HELP = `
@@ -46,10 +44,10 @@ Moving from one node to replicas:
   3. start the replicas with the same URLs
 
 Copies the keys (secret hashes: existing secrets keep working), credit usage (budgets continue),
-every raw ledger row, open reservations (charged at their estimates as unsettled ledger rows) and,
-with --cache, the cache. One transaction: a failure copies nothing. Refused when the database
-already holds keys, credit usage, reservations or ledger rows. Not copied, and listed in the output:
-the daily totals of ledger days pruned past ledger.retentionDays, and rate-limit windows.`;
+every raw ledger row, the daily totals of ledger days pruned past ledger.retentionDays, open
+reservations (charged at their estimates as unsettled ledger rows) and, with --cache, the cache.
+One transaction: a failure copies nothing. Refused when the database already holds keys, credit
+usage, reservations or ledger rows. Not copied, and counted in the output: rate-limit windows.`;
 
 export function registerMigrate(program: Command): void {
   program

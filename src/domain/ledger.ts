@@ -66,6 +66,14 @@ export function abandonedCharge(r: Reservation): LedgerRow {
 
 export type UsageGroup = 'key' | 'day' | 'endpoint';
 
+export const DAY_MS = 86_400_000;
+
+/** The UTC day of `ts` as days since the epoch: the daily totals' `day`, SQL's `ts / 86400000`. */
+export const dayOf = (ts: number): number => Math.floor(ts / DAY_MS);
+
+/** The first UTC day kept raw at `now` under `retentionDays` (config ledger.retentionDays); null keeps every day raw. */
+export const keepRawFromDay = (now: number, retentionDays: number | null): number | null => (retentionDays === null ? null : dayOf(now) - retentionDays);
+
 export interface UsageRow {
   id: string;
   name: string;
@@ -97,3 +105,36 @@ export class UsageRangePruned extends Error {
   }
 }
 
+
+/** A usage range split where the daily totals can answer it and where only raw rows can. */
+export interface RangeSplit {
+  /** Whole UTC days [fromDay, toDay) answerable from daily totals; empty when fromDay >= toDay. */
+  readonly fromDay: number;
+  readonly toDay: number;
+  /** Up to two stretches [a, b) only raw rows can answer: the partial days at the edges. */
+  readonly raw: ReadonlyArray<readonly [number, number]>;
+}
+
+/** `from` ≤ ts < `to` as whole UTC days plus the partial days at its edges. */
+export function splitRange(from: number, to: number): RangeSplit {
+  const fromDay = Math.ceil(from / DAY_MS);
+  const toDay = Math.floor(to / DAY_MS);
+  if (fromDay >= toDay) return { fromDay: 0, toDay: 0, raw: [[from, to]] };
+  const raw: Array<[number, number]> = [];
+  if (from < fromDay * DAY_MS) raw.push([from, fromDay * DAY_MS]);
+  if (toDay * DAY_MS < to) raw.push([toDay * DAY_MS, to]);
+  return { fromDay, toDay, raw };
+}
+
+/**
+ * Throws UsageRangePruned when a partial-day stretch of the range starts in a day before
+ * `rawFromDay` (the first UTC day whose raw rows are all held): every backend's refusal.
+ */
+export function checkRange(from: number, to: number, rawFromDay: number): void {
+  for (const [a] of splitRange(from, to).raw) {
+    if (dayOf(a) >= rawFromDay) continue;
+    // A stretch starting at `from` is `from`'s fault unless `from` is midnight (then `to` ends inside that day).
+    const edge = a === from && from % DAY_MS !== 0 ? 'from' : 'to';
+    throw new UsageRangePruned(edge, edge === 'from' ? from : to, rawFromDay * DAY_MS);
+  }
+}

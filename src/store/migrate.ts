@@ -6,7 +6,7 @@ import { databaseLocation } from './postgres/pool.js';
 import { openSqliteExport } from './sqlite/export.js';
 import type { CopyReport } from './transfer.js';
 
-export type { CopyReport, PrunedDayTotals } from './transfer.js';
+export type { CopyReport, PrunedDaysCopied } from './transfer.js';
 
 /*
  * The commands that move storage rather than serve from it: `tollgate migrate` and
@@ -41,7 +41,7 @@ export async function migrateEmbeddedData(config: Readonly<Config>, opts: { from
   try {
     return await withMigratedDatabase(url, async (pool, schema) => {
       // Read before the copy commits, so that nothing can fail after it.
-      const notCopied = { prunedDays: source.prunedDays(), rateWindows: source.rateWindows() };
+      const notCopied = { rateWindows: source.rateWindows() };
       const copied = await importInstallation(pool, source, to).catch((err: unknown) => {
         if (err instanceof StartupError) throw err;
         throw new StartupError(`the copy into ${to} failed and was rolled back, nothing of it was written: ${(err as Error).message}`, (err as { code?: string }).code);

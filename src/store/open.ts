@@ -11,7 +11,7 @@ export { SqliteBackend as SqliteBackendClass } from './sqlite/backend.js';
 export { openCacheDb } from './sqlite/cache-file.js';
 export { openMainDb } from './sqlite/main-file.js';
 /** `tollgate migrate` and `tollgate migrate-data`: storage moved, not served. */
-export { migrateEmbeddedData, migrateSharedSchema, type CopyReport, type PrunedDayTotals } from './migrate.js';
+export { migrateEmbeddedData, migrateSharedSchema, type CopyReport, type PrunedDaysCopied } from './migrate.js';
 
 /** Whether the configuration names shared storage (PostgreSQL and Redis) rather than the embedded SQLite files. */
 export function usesSharedStorage(config: Readonly<Config>): boolean {

@@ -55,15 +55,20 @@ export interface CacheRecord {
 }
 
 /**
- * Usage of one UTC day that survives only as daily totals: its raw ledger rows were deleted
- * past the retention. The totals here are the part no raw row still held accounts for.
+ * Usage of one UTC day, key and endpoint that survives as daily totals: the day's raw ledger
+ * rows were deleted past the retention. The totals are the part no raw row still held (and
+ * copied with the others) accounts for, so that totals plus raw rows count each request once.
  */
-export interface PrunedDayTotals {
-  /** YYYY-MM-DD, UTC. */
-  readonly day: string;
+export interface DailyTotalsRecord {
+  /** The UTC day, as days since the epoch. */
+  readonly day: number;
+  readonly keyId: string;
+  readonly endpoint: string;
   readonly requests: number;
+  readonly cacheHits: number;
   readonly credits: number;
   readonly creditsSaved: number;
+  readonly unsettledCredits: number;
 }
 
 export interface CacheSource {
@@ -83,8 +88,10 @@ export interface InstallationSource {
   ledger(batchRows: number): Iterable<LedgerRow[]>;
   /** Reservations of provider calls whose answers were never recorded (the process that made them is gone). */
   reservations(): Reservation[];
-  /** Days known only by their totals, oldest first (empty when nothing was pruned). */
-  prunedDays(): PrunedDayTotals[];
+  /** The first UTC day (days since the epoch) whose raw ledger rows are all held; 0 when none was pruned. */
+  rawFromDay(): number;
+  /** The daily totals of the days before rawFromDay() (DailyTotalsRecord), oldest first. */
+  prunedTotals(batchRows: number): Iterable<DailyTotalsRecord[]>;
   /** Rate-limit windows held (they are not copied: the shared backend counts in Redis). */
   rateWindows(): number;
   /** The response cache, when it was asked for; null otherwise. */
@@ -99,12 +106,24 @@ export interface CopyReport {
   readonly keys: number;
   readonly creditUsageRows: number;
   readonly ledgerRows: number;
+  /** Days known only by their daily totals (pruned past the retention), copied as such. */
+  readonly prunedDays: PrunedDaysCopied;
   /** Open reservations, charged at their estimates as unsettled ledger rows. */
   readonly reservationsCharged: { readonly requests: number; readonly credits: number };
   /** null when the cache was not asked for. */
   readonly cache: { readonly entries: number; readonly bytes: number } | null;
   readonly notCopied: {
-    readonly prunedDays: readonly PrunedDayTotals[];
     readonly rateWindows: number;
   };
+}
+
+export interface PrunedDaysCopied {
+  /** Days (and rows of totals per day, key and endpoint) copied; 0 when nothing was pruned. */
+  readonly days: number;
+  readonly totalsRows: number;
+  /** What those totals count (beyond the raw rows of those days still held). */
+  readonly requests: number;
+  readonly credits: number;
+  /** The first UTC day (YYYY-MM-DD) whose raw rows are all held, or null when none was pruned. */
+  readonly rawFrom: string | null;
 }

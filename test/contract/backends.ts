@@ -27,6 +27,8 @@ export const COMMON_SUITES: readonly SuiteName[] = ['keys', 'rates', 'credits', 
 export interface OpenOptions {
   /** The clock of every handle on the storage (a new FakeClock at 2026-01-01 when absent). */
   readonly clock?: FakeClock;
+  /** The configuration's `ledger` section (retention and how often a server prunes); its defaults when absent. */
+  readonly ledger?: { readonly retentionDays?: number | null; readonly pruneIntervalMs?: number };
 }
 
 /** One process's view of a storage: its ports, and the ways a test ends or multiplies it. */
@@ -62,7 +64,7 @@ const sqlite: BackendFactory = {
   suites: COMMON_SUITES,
   async open(opts = {}) {
     const storage: Storage = { dir: mkdtempSync(join(tmpdir(), 'tollgate-contract-')), open: new Set() };
-    return sqliteHandle(storage, opts.clock ?? new FakeClock());
+    return sqliteHandle(storage, opts.clock ?? new FakeClock(), opts.ledger);
   },
 };
 
@@ -102,6 +104,7 @@ const shared: BackendFactory = {
     const config = validateConfig({
       storage: { databaseUrl: db.url, redisUrl: REDIS_URL },
       upstream: { url: 'http://127.0.0.1:1', apiKey: 'contract-test-key-0000' },
+      ...(opts.ledger ? { ledger: opts.ledger } : {}),
     });
     const open = new Set<SharedBackend>();
     const handle = async (): Promise<Handle> => {
@@ -161,14 +164,14 @@ function later(h: Handle): Handle {
   return { ...h, backend, peer: async () => later(await h.peer()) };
 }
 
-function sqliteHandle(storage: Storage, clock: FakeClock): Handle {
-  const built = openSqlite(storage.dir, clock);
+function sqliteHandle(storage: Storage, clock: FakeClock, ledger: OpenOptions['ledger']): Handle {
+  const built = openSqlite(storage.dir, clock, ledger);
   const self = { crash: built.crash };
   storage.open.add(self);
   return {
     backend: built.backend,
     clock,
-    peer: async () => sqliteHandle(storage, clock),
+    peer: async () => sqliteHandle(storage, clock, ledger),
     crash: async () => {
       storage.open.delete(self);
       await built.crash();
@@ -186,8 +189,8 @@ function sqliteHandle(storage: Storage, clock: FakeClock): Handle {
  * while a server still holds the directory, as a command opens it: one server per data
  * directory (serve-lock.ts), so the other process beside a running server is the CLI.
  */
-function openSqlite(dir: string, clock: Clock): { backend: StorageBackend; crash(): Promise<void> } {
-  const config = validateConfig({ dataDir: dir, upstream: { url: 'http://127.0.0.1:1', apiKey: 'contract-test-key-0000' } });
+function openSqlite(dir: string, clock: Clock, ledger: OpenOptions['ledger']): { backend: StorageBackend; crash(): Promise<void> } {
+  const config = validateConfig({ dataDir: dir, upstream: { url: 'http://127.0.0.1:1', apiKey: 'contract-test-key-0000' }, ...(ledger ? { ledger } : {}) });
   let backend: SqliteBackend;
   try {
     backend = openBackend(config, { role: 'server', clock });

@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import type { LedgerRow, UsageRow } from '../../src/domain/ledger.js';
-import type { BackendFactory } from './backends.js';
-import { DAY, HOUR, row, T0, withHandle } from './support.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/domain/clock.js';
+import { UsageRangePruned, type LedgerRow, type UsageGroup, type UsageRow } from '../../src/domain/ledger.js';
+import type { BackendFactory, Handle } from './backends.js';
+import { DAY, eventually, HOUR, row, sleep, T0, withHandle } from './support.js';
 
 const totals = (rows: UsageRow[]) => rows.map(({ id, requests, credits }) => ({ id, requests, credits }));
 const usage = (id: string, name: string, requests: number, cache_hits: number, credits: number, credits_saved: number, unsettled_credits: number): UsageRow => ({
@@ -110,6 +111,69 @@ export function ledgerContract(factory: BackendFactory): void {
       const parts = sum(await ledger().report(day0, day0 + 30 * HOUR, 'key')) + sum(await ledger().report(day0 + 30 * HOUR, day0 + 4 * DAY, 'key'));
       expect(whole).toBe(78);
       expect(parts).toBe(78);
+    });
+  });
+
+  describe(`Ledger retention contract: ${factory.name}`, () => {
+    let h: Handle | undefined;
+    afterEach(async () => {
+      await h?.cleanup();
+      h = undefined;
+    });
+    /** A server on a fresh storage pruning every 20 ms, at 2026-01-01 10:00 on its fake clock. */
+    const open = async (retentionDays: number | null) => (h = await factory.open({ clock: new FakeClock(T0), ledger: { retentionDays, pruneIntervalMs: 20 } }));
+    const day0 = T0 - 10 * HOUR; // 2026-01-01 00:00 UTC
+    const groups: UsageGroup[] = ['key', 'day', 'endpoint'];
+    /** Rows every 5 hours over `days` days: two keys, two endpoints, hits, misses, unsettled charges. */
+    const history = (days: number): LedgerRow[] =>
+      Array.from({ length: (days * 24) / 5 }, (_, i) =>
+        row(i % 2 ? 'key_a' : 'key_b', day0 + i * 5 * HOUR + 1, {
+          endpoint: i % 3 ? 'profile' : 'company',
+          cache: i % 4 ? 'MISS' : 'HIT',
+          credits: i % 4 ? 1 + (i % 3) : 0,
+          creditsSaved: i % 4 ? 0 : 2,
+          unsettled: i % 7 === 1,
+        }),
+      );
+    const refusal = (ledger: Handle['backend']['ledger'], from: number, to: number) => ledger.report(from, to, 'key').then(() => null, (err: unknown) => err);
+
+    it('past ledger.retentionDays a server keeps whole days exact and refuses a range edge inside a pruned day', async () => {
+      const { backend, clock } = await open(2);
+      const ledger = backend.ledger;
+      for (const r of history(5)) await ledger.record(r);
+      await ledger.flush();
+      const wholeDays: Array<[number, number]> = [[day0, day0 + 5 * DAY], [day0 + DAY, day0 + 3 * DAY], [day0 + 2 * DAY, day0 + 4 * DAY + 7 * HOUR]];
+      const before = await Promise.all(wholeDays.flatMap(([a, b]) => groups.map((by) => ledger.report(a, b, by))));
+      const recent = await ledger.report(day0 + 3 * DAY + HOUR, day0 + 4 * DAY + 13 * HOUR, 'day');
+      expect(await refusal(ledger, day0 + HOUR, day0 + 5 * DAY)).toBeNull();
+
+      // Day 5, 01:00: with 2 days kept raw, days 0–2 are pruned to their totals at the next pass.
+      clock.set(day0 + 5 * DAY + HOUR);
+      const refused = await eventually(() => refusal(ledger, day0 + HOUR, day0 + 5 * DAY), (e) => e !== null, 5_000);
+      expect(refused).toBeInstanceOf(UsageRangePruned);
+      expect(refused).toMatchObject({ edge: 'from', at: day0 + HOUR, rawFrom: day0 + 3 * DAY });
+      expect(await refusal(ledger, day0, day0 + 2 * DAY + 30 * 60_000)).toMatchObject({ edge: 'to', rawFrom: day0 + 3 * DAY });
+      await sleep(100); // a few more passes: the assertions below hold at any moment of one, and after it
+      expect(await Promise.all(wholeDays.flatMap(([a, b]) => groups.map((by) => ledger.report(a, b, by))))).toEqual(before);
+      expect(await ledger.report(day0 + 3 * DAY + HOUR, day0 + 4 * DAY + 13 * HOUR, 'day')).toEqual(recent);
+
+      // A row of a pruned day recorded late still counts, in its whole day.
+      const [late] = await ledger.report(day0 + DAY, day0 + 2 * DAY, 'endpoint');
+      await ledger.record(row('key_a', day0 + DAY + 3 * HOUR, { endpoint: 'company', cache: 'MISS', credits: 5 }));
+      await ledger.flush();
+      await sleep(60);
+      expect(await ledger.report(day0 + DAY, day0 + 2 * DAY, 'endpoint')).toContainEqual({ ...late!, requests: late!.requests + 1, credits: late!.credits + 5 });
+    });
+
+    it('retentionDays null: nothing is ever pruned, any range is answered to the millisecond', async () => {
+      const { backend, clock } = await open(null);
+      for (const r of history(3)) await backend.ledger.record(r);
+      await backend.ledger.flush();
+      const partial = await backend.ledger.report(day0 + HOUR, day0 + 2 * DAY + 7 * HOUR, 'day');
+      clock.advance(3650 * DAY);
+      await sleep(150); // several passes' worth
+      expect(await backend.ledger.report(day0 + HOUR, day0 + 2 * DAY + 7 * HOUR, 'day')).toEqual(partial);
+      expect(partial.reduce((n, r) => n + r.requests, 0)).toBe(history(3).filter((r) => r.ts >= day0 + HOUR && r.ts < day0 + 2 * DAY + 7 * HOUR).length);
     });
   });
 }

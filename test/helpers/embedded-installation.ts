@@ -14,7 +14,7 @@ import { profileUrl, startStack } from './stack.js';
  * An embedded installation as a server leaves it, to copy elsewhere: keys made by the server
  * and by the CLI (one rotated, so both its secrets work), ledger rows and cache entries from a
  * real gateway in front of the simulator, older days of ledger whose raw rows the retention
- * pruned, a reservation left by a process that died mid-call, and more rows than one batch of
+ * pruned (a few rows of one written after the pass, held raw beside its totals), a reservation left by a process that died mid-call, and more rows than one batch of
  * the copy holds.
  */
 export interface EmbeddedInstallation {
@@ -72,6 +72,10 @@ export async function buildInstallation(): Promise<EmbeddedInstallation> {
   await new LedgerRetention(db, { retentionDays: RETENTION_DAYS }).prune(now);
   db.close();
   const rawFrom = (Math.floor(now / DAY_MS) - RETENTION_DAYS) * DAY_MS;
+  // Rows of a pruned day written after the pass (as a pass stopped midway leaves some): held raw and in their day's totals.
+  const late = openBackend(config, { role: 'cli', open: ['main'] });
+  addLateRows(late, keyIds, rawFrom - DAY_MS);
+  await late.close();
 
   const expectedDir = mkdtempSync(join(tmpdir(), 'tollgate-expected-'));
   cpSync(dataDir, expectedDir, { recursive: true });
@@ -117,6 +121,29 @@ function addHistory(backend: SqliteBackend, keyIds: readonly string[], now: numb
       unsettled: i % 50 === 0 && credits > 0,
     };
     backend.ledger.record(row);
+  }
+  backend.ledger.flush();
+}
+
+/** A few rows in the day starting at `day`, as a ledger batch flushed late writes them. */
+function addLateRows(backend: SqliteBackend, keyIds: readonly string[], day: number): void {
+  for (let i = 0; i < 5; i++) {
+    backend.ledger.record({
+      requestId: `req_late_${i}`,
+      ts: day + (i + 1) * 3_600_000,
+      keyId: keyIds[i % keyIds.length]!,
+      endpoint: i % 2 ? 'company' : 'profile',
+      identity: `person.id=late${i}`,
+      cache: i % 2 ? 'HIT' : 'MISS',
+      status: 200,
+      code: null,
+      credits: i % 2 ? 0 : 2,
+      creditsSaved: i % 2 ? 1 : 0,
+      upstreamMs: null,
+      totalMs: 3,
+      upstreamRequestId: null,
+      unsettled: i === 2,
+    });
   }
   backend.ledger.flush();
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { redisPrefixOf } from '../../src/store/shared/backend.js';
+import { redisPrefixOf } from '../../src/store/redis/client.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
 import { CLI, runCli, type CliResult } from './cli.js';
 import { freshDatabase } from './postgres.js';

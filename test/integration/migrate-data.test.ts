@@ -43,7 +43,7 @@ const migrateData = (env: Record<string, string>, ...extra: string[]) => runCli(
 
 /** Every row of the copied tables, in one order: what "changes nothing" compares. */
 async function contents(pool: Pool): Promise<unknown[]> {
-  const tables = ['api_keys ORDER BY id', 'credit_usage ORDER BY scope, period, start', 'reservations ORDER BY request_id', 'ledger ORDER BY request_id', 'cache_entries ORDER BY key', 'cache_counters ORDER BY name'];
+  const tables = ['api_keys ORDER BY id', 'credit_usage ORDER BY scope, period, start', 'reservations ORDER BY request_id', 'ledger ORDER BY request_id', 'usage_daily ORDER BY day, key_id, endpoint', 'ledger_meta ORDER BY name', 'cache_entries ORDER BY key', 'cache_counters ORDER BY name'];
   const out: unknown[] = [];
   for (const t of tables) out.push((await pool.query(`SELECT * FROM ${t}`)).rows);
   return out;
@@ -75,27 +75,44 @@ describe('tollgate migrate-data', () => {
     }
     expect(await credits.reserved(inst.keyIds[1]!)).toBe(0);
 
-    // The ledger: every raw row; the same usage reports over the days still held raw.
+    // The ledger: every raw row, and the daily totals of the days pruned past the retention with
+    // the mark of the first day held raw: every usage report answers (or is refused) as in SQLite.
     const ledger = new PgLedger(pool, credits);
     const rawRows = (await pool.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n;
     expect(report.ledgerRows).toBe(rawRows - 1);
-    const to = inst.now + DAY_MS;
-    for (const by of ['key', 'day', 'endpoint'] as UsageGroup[]) {
-      expect(await ledger.report(inst.rawFrom, to, by), by).toEqual(expected.ledger.usage(inst.rawFrom, to, by));
-    }
     const unsettled = (await pool.query('SELECT status, credits, unsettled FROM ledger WHERE request_id = $1', [inst.abandoned.requestId])).rows;
     expect(unsettled).toEqual([{ status: 0, credits: String(inst.abandoned.estimate), unsettled: true }]);
-
-    // Pruned days: reported, not copied; PostgreSQL's report misses exactly their totals.
-    const pruned = report.notCopied.prunedDays as Array<{ day: string; requests: number; credits: number }>;
-    expect(pruned.length).toBeGreaterThan(0);
-    expect(pruned.every((d) => Date.parse(d.day) < inst.rawFrom)).toBe(true);
-    const whole = sumRows(expected.ledger.usage(0, to, 'key'));
-    const copied = sumRows(await ledger.report(0, to, 'key'));
-    expect({ requests: whole.requests - copied.requests, credits: whole.credits - copied.credits }).toEqual({
-      requests: pruned.reduce((a, d) => a + d.requests, 0),
-      credits: pruned.reduce((a, d) => a + d.credits, 0),
-    });
+    const rawFromDay = inst.rawFrom / DAY_MS;
+    expect(report.prunedDays).toMatchObject({ days: 3, rawFrom: new Date(inst.rawFrom).toISOString().slice(0, 10) });
+    expect((await pool.query("SELECT value::int AS v FROM ledger_meta WHERE name = 'raw_from_day'")).rows).toEqual([{ v: rawFromDay }]);
+    const whole = sumRows(expected.ledger.usage(0, inst.now + DAY_MS, 'key'));
+    expect(sumRows(await ledger.report(0, inst.now + DAY_MS, 'key'))).toEqual(whole);
+    // The pruned days' totals copied count what their raw rows copied (written after the pass) do not.
+    const rawInPruned = (await pool.query('SELECT count(*)::int AS n FROM ledger WHERE ts < $1', [inst.rawFrom])).rows[0].n;
+    expect(rawInPruned).toBe(5);
+    expect(report.prunedDays.requests + rawInPruned).toBe(whole.requests - sumRows(expected.ledger.usage(inst.rawFrom, inst.now + DAY_MS, 'key')).requests);
+    const answer = async (r: () => unknown) => {
+      try {
+        return { rows: await r() };
+      } catch (err) {
+        return { refused: { name: (err as Error).name, message: (err as Error).message } };
+      }
+    };
+    // Every range with edges at midnight or mid-day, from before the history to after now: whole pruned days, refused edges, raw days.
+    const firstDay = rawFromDay - 4;
+    const edges = Array.from({ length: 8 }, (_, i) => (firstDay + i) * DAY_MS).flatMap((d) => [d, d + 9 * 3_600_000 + 17]);
+    let refused = 0;
+    for (const from of edges) {
+      for (const to of edges.filter((t) => t > from)) {
+        for (const by of ['key', 'day', 'endpoint'] as UsageGroup[]) {
+          const pgAnswer = await answer(() => ledger.report(from, to, by));
+          expect(pgAnswer, `${new Date(from).toISOString()} – ${new Date(to).toISOString()} by ${by}`).toEqual(await answer(() => expected.ledger.usage(from, to, by)));
+          if ('refused' in pgAnswer) refused++;
+        }
+      }
+    }
+    expect(refused).toBeGreaterThan(0);
+    expect(report.notCopied).toEqual({ rateWindows: expect.any(Number) });
     expect(report.notCopied.rateWindows).toBeGreaterThan(0);
 
     // The cache: every entry, its hits, and totals recounted.
@@ -118,7 +135,7 @@ describe('tollgate migrate-data', () => {
     const before = await contents(pool);
     const again = await migrateData(env, '--cache');
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/already holds 2 rows in api_keys, \d+ rows in credit_usage, \d+ rows in ledger: .*Nothing was copied/);
+    expect(again.stderr).toMatch(/already holds 2 rows in api_keys, \d+ rows in credit_usage, \d+ rows in ledger, \d+ rows in usage_daily: .*Nothing was copied/);
     expect(await contents(pool)).toEqual(before);
   });
 

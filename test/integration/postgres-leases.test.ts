@@ -230,7 +230,7 @@ describe('PostgreSQL schema 3 → 4', () => {
     expect(await migrate(p, 3)).toEqual({ from: 0, to: 3 });
     await p.query(`INSERT INTO reservations (request_id, ts, key_id, endpoint, identity, estimate, scopes) VALUES ('r3', $1, 'key_a', 'profile', NULL, 4, '{key_a}')`, [T0]);
     await p.query(`INSERT INTO ledger (request_id, ts, key_id, endpoint, status, credits, credits_saved) VALUES ('l3', $1, 'key_a', 'profile', 200, 2, 0)`, [T0]);
-    expect(await migrate(p)).toEqual({ from: 3, to: 4 });
+    expect(await migrate(p, 4)).toEqual({ from: 3, to: 4 });
     expect((await p.query('SELECT request_id, owner FROM reservations')).rows).toEqual([{ request_id: 'r3', owner: null }]);
     expect((await p.query('SELECT request_id, credits::int FROM ledger')).rows).toEqual([{ request_id: 'l3', credits: 2 }]);
     const r = await replica(url);

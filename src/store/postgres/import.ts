@@ -1,8 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 import { PERIODS, periodStart, PROVIDER_SCOPE } from '../../domain/credits.js';
-import { abandonedCharge, type LedgerRow } from '../../domain/ledger.js';
+import { abandonedCharge, DAY_MS, type LedgerRow } from '../../domain/ledger.js';
 import { StartupError } from '../../domain/startup-error.js';
-import type { CacheRecord, CacheSource, CreditUsageRecord, InstallationSource, KeyRecord } from '../transfer.js';
+import type { CacheRecord, CacheSource, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, PrunedDaysCopied } from '../transfer.js';
 import { NOTIFY_SQL } from './change-feed.js';
 import { inTransaction } from './pool.js';
 
@@ -65,6 +65,17 @@ const LEDGER_COLUMNS: Column<LedgerRow>[] = [
   col('unsettled', 'boolean', (r) => r.unsettled ?? false),
 ];
 
+const DAILY_COLUMNS: Column<DailyTotalsRecord>[] = [
+  col('day', 'integer', (d) => d.day),
+  col('key_id', 'text', (d) => d.keyId),
+  col('endpoint', 'text', (d) => d.endpoint),
+  col('requests', 'bigint', (d) => d.requests),
+  col('cache_hits', 'bigint', (d) => d.cacheHits),
+  col('credits', 'bigint', (d) => d.credits),
+  col('credits_saved', 'bigint', (d) => d.creditsSaved),
+  col('unsettled_credits', 'bigint', (d) => d.unsettledCredits),
+];
+
 const CACHE_COLUMNS: Column<CacheRecord>[] = [
   col('key', 'text', (e) => e.key),
   col('endpoint', 'text', (e) => e.endpoint),
@@ -110,6 +121,7 @@ export interface ImportResult {
   keys: number;
   creditUsageRows: number;
   ledgerRows: number;
+  prunedDays: PrunedDaysCopied;
   reservationsCharged: { requests: number; credits: number };
   cache: { entries: number; bytes: number } | null;
 }
@@ -117,8 +129,8 @@ export interface ImportResult {
 /**
  * Copy an installation into this database, in one transaction: a failure anywhere leaves
  * nothing of it. Refused (StartupError) unless the database holds no keys, credit usage,
- * reservations or ledger rows (nor cache entries, when the cache is copied): a second copy
- * would count every credit twice.
+ * reservations or ledger rows, raw or daily totals (nor cache entries, when the cache is
+ * copied): a second copy would count every credit twice.
  *
  * Open reservations become what the embedded server would have made of them at its next
  * start (AbandonedReservations): ledger rows charging their estimates, marked unsettled, and
@@ -130,26 +142,27 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
   return inTransaction(pool, async (c) => {
     await c.query("SET LOCAL lock_timeout = '10s'");
     // Writers (a replica started too early, a second copy) wait for this one instead of slipping in beside it.
-    await c.query(`LOCK TABLE api_keys, credit_usage, reservations, ledger${source.cache ? ', cache_entries' : ''} IN EXCLUSIVE MODE`);
+    await c.query(`LOCK TABLE api_keys, credit_usage, reservations, ledger, usage_daily${source.cache ? ', cache_entries' : ''} IN EXCLUSIVE MODE`);
     await refuseUnlessEmpty(c, source.cache !== null, target);
     const keys = await insertAll(c, 'api_keys', KEY_COLUMNS, source.keys(batchRows));
     const creditUsageRows = await insertAll(c, 'credit_usage', USAGE_COLUMNS, source.creditUsage(batchRows));
     const ledgerRows = await insertAll(c, 'ledger', LEDGER_COLUMNS, source.ledger(batchRows));
+    const prunedDays = await copyPrunedDays(c, source, batchRows);
     const reservationsCharged = await chargeReservations(c, source.reservations().map(abandonedCharge), batchRows);
     const cache = source.cache ? await copyCache(c, source.cache, batchRows) : null;
     await c.query(NOTIFY_SQL, ['keys']);
     if (cache) await c.query(NOTIFY_SQL, ['cache']);
-    return { keys, creditUsageRows, ledgerRows, reservationsCharged, cache };
+    return { keys, creditUsageRows, ledgerRows, prunedDays, reservationsCharged, cache };
   });
 }
 
 async function refuseUnlessEmpty(c: PoolClient, withCache: boolean, target: string): Promise<void> {
-  const tables = ['api_keys', 'credit_usage', 'reservations', 'ledger', ...(withCache ? ['cache_entries'] : [])];
+  const tables = ['api_keys', 'credit_usage', 'reservations', 'ledger', 'usage_daily', ...(withCache ? ['cache_entries'] : [])];
   const r = await c.query<Record<string, string>>(`SELECT ${tables.map((t) => `(SELECT count(*) FROM ${t}) AS ${t}`).join(', ')}`);
   const held = tables.filter((t) => Number(r.rows[0]![t]) > 0).map((t) => `${r.rows[0]![t]} row${r.rows[0]![t] === '1' ? '' : 's'} in ${t}`);
   if (held.length === 0) return;
   throw new StartupError(
-    `${target} already holds ${held.join(', ')}: migrate-data copies only into a database without keys, credit usage, reservations or ledger rows` +
+    `${target} already holds ${held.join(', ')}: migrate-data copies only into a database without keys, credit usage, reservations or ledger rows (raw or daily totals)` +
       `${withCache ? ' (nor cache entries, with --cache)' : ''}, so that nothing is counted twice. Nothing was copied. ` +
       'If this installation was copied already, there is nothing left to do; otherwise copy into a new, empty database.',
     'TARGET_NOT_EMPTY',
@@ -189,6 +202,30 @@ async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: n
     await insertRows(c, 'credit_usage', USAGE_COLUMNS, usage.slice(i, i + batchRows), 'ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used');
   }
   return { requests, credits };
+}
+
+/**
+ * The daily totals of pruned days, and the mark of the first day held raw: PostgreSQL then
+ * reports those days whole, and refuses a range edge inside one, as the embedded ledger did.
+ */
+async function copyPrunedDays(c: PoolClient, source: InstallationSource, batchRows: number): Promise<PrunedDaysCopied> {
+  const days = new Set<number>();
+  let totalsRows = 0;
+  let requests = 0;
+  let credits = 0;
+  for (const batch of source.prunedTotals(batchRows)) {
+    await insertRows(c, 'usage_daily', DAILY_COLUMNS, batch);
+    for (const d of batch) {
+      days.add(d.day);
+      requests += d.requests;
+      credits += d.credits;
+    }
+    totalsRows += batch.length;
+  }
+  const rawFromDay = source.rawFromDay();
+  await c.query("UPDATE ledger_meta SET value = GREATEST(value, $1) WHERE name = 'raw_from_day'", [rawFromDay]);
+  const rawFrom = rawFromDay > 0 ? new Date(rawFromDay * DAY_MS).toISOString().slice(0, 10) : null;
+  return { days: days.size, totalsRows, requests, credits, rawFrom };
 }
 
 /** Entries with their hit counts; the totals recounted from the table, the lifetime hits and misses added. */

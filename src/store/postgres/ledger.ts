@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { LedgerRow, UsageGroup, UsageRow } from '../../domain/ledger.js';
+import { checkRange, DAY_MS, splitRange, type LedgerRow, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn, type PgCredits } from './credits.js';
 import { DEFAULT_LEASE_MS } from './lease.js';
@@ -13,10 +13,31 @@ const MAX_PENDING = 100_000;
 const DROP_STEP = 1_000;
 
 const GROUP: Record<UsageGroup, { id: string; name: string }> = {
-  key: { id: 'l.key_id', name: 'COALESCE(k.name, l.key_id)' },
-  day: { id: "to_char(to_timestamp(l.ts / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')", name: "to_char(to_timestamp(l.ts / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')" },
-  endpoint: { id: 'l.endpoint', name: 'l.endpoint' },
+  key: { id: 'u.key_id', name: 'COALESCE(k.name, u.key_id)' },
+  day: { id: "to_char(date '1970-01-01' + u.day, 'YYYY-MM-DD')", name: "to_char(date '1970-01-01' + u.day, 'YYYY-MM-DD')" },
+  endpoint: { id: 'u.endpoint', name: 'u.endpoint' },
 };
+
+/**
+ * Usage over ts in [$1, $2): the daily totals of the whole days [$3, $4) (days pruned past the
+ * retention, ledger-retention.ts) plus every raw row in the range, grouped. A row is held
+ * either raw or in its day's totals, never both, and one statement reads both in one
+ * snapshot, so whole days are exact however far a prune has got; a partial day is exact when
+ * none of it was folded, which checkRange establishes (PgLedger.report).
+ */
+const usageSql = (g: { id: string; name: string }, by: UsageGroup) => `WITH u (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits) AS (
+    SELECT day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits FROM usage_daily WHERE day >= $3 AND day < $4
+    UNION ALL
+    SELECT (ts / ${DAY_MS})::integer, key_id, endpoint, count(*), count(*) FILTER (WHERE cache IN ('HIT', 'STALE')), sum(credits), sum(credits_saved),
+      COALESCE(sum(credits) FILTER (WHERE unsettled), 0)
+    FROM ledger WHERE ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
+  )
+  SELECT ${g.id} AS id, ${g.name} AS name, SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
+    SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits
+  FROM u LEFT JOIN api_keys k ON k.id = u.key_id
+  GROUP BY 1, 2 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`;
+
+const USAGE_SQL = Object.fromEntries((Object.keys(GROUP) as UsageGroup[]).map((by) => [by, usageSql(GROUP[by], by)])) as Record<UsageGroup, string>;
 
 /**
  * The usage ledger in PostgreSQL. A row that charged credits, or whose request holds a
@@ -88,16 +109,12 @@ export class PgLedger implements Ledger {
 
   async report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]> {
     await this.flush();
-    const g = GROUP[by];
-    const r = await this.pool.query<Record<keyof UsageRow, string>>(
-      `SELECT ${g.id} AS id, ${g.name} AS name, COUNT(*) AS requests, COUNT(*) FILTER (WHERE l.cache IN ('HIT', 'STALE')) AS cache_hits,
-         COALESCE(SUM(l.credits), 0) AS credits, COALESCE(SUM(l.credits_saved), 0) AS credits_saved,
-         COALESCE(SUM(l.credits) FILTER (WHERE l.unsettled), 0) AS unsettled_credits
-       FROM ledger l LEFT JOIN api_keys k ON k.id = l.key_id
-       WHERE l.ts >= $1 AND l.ts < $2
-       GROUP BY 1, 2 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`,
-      [from, to],
-    );
+    const { fromDay, toDay } = splitRange(from, to);
+    const r = await this.pool.query<Record<keyof UsageRow, string>>(USAGE_SQL[by], [from, to, fromDay, toDay]);
+    // Read after the sums: a prune moves raw_from_day before it folds any row of a day, so a
+    // day the sums saw partly folded is always behind the mark read here, and refused.
+    const mark = await this.pool.query<{ value: string }>("SELECT value FROM ledger_meta WHERE name = 'raw_from_day'");
+    checkRange(from, to, Number(mark.rows[0]?.value ?? 0));
     return r.rows.map((x) => ({
       id: x.id,
       name: x.name,

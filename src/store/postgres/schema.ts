@@ -99,6 +99,24 @@ const MIGRATIONS: readonly string[] = [
      host         text,
      pid          integer
    )`,
+  // 5: ledger retention (ledger-retention.ts). Raw rows past ledger.retentionDays are folded
+  // into daily totals per key and endpoint, in the statement that deletes them: a day's usage
+  // is its totals plus whatever raw rows of it are still held. ledger_meta.raw_from_day is the
+  // first UTC day (days since the epoch) whose raw rows are all still held (0: none pruned):
+  // a report's range may end inside a day only from that day on (UsageRangePruned).
+  `CREATE TABLE usage_daily (
+     day               integer NOT NULL,
+     key_id            text NOT NULL,
+     endpoint          text NOT NULL,
+     requests          bigint NOT NULL,
+     cache_hits        bigint NOT NULL,
+     credits           bigint NOT NULL,
+     credits_saved     bigint NOT NULL,
+     unsettled_credits bigint NOT NULL,
+     PRIMARY KEY (day, key_id, endpoint)
+   );
+   CREATE TABLE ledger_meta (name text PRIMARY KEY, value bigint NOT NULL);
+   INSERT INTO ledger_meta (name, value) VALUES ('raw_from_day', 0)`,
 ];
 
 /**

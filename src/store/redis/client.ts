@@ -41,3 +41,12 @@ export async function openRedis(url: string, log?: StorageLog): Promise<RedisCli
   }
   return client;
 }
+
+/**
+ * Redis keys are prefixed with the database's name: installations (or test runs) that share
+ * one Redis but not one database never count each other's requests.
+ */
+export function redisPrefixOf(databaseUrl: string): string {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1)) || 'postgres';
+  return `tg:${name}:`;
+}

@@ -8,11 +8,12 @@ import { PgChangeFeed } from '../postgres/change-feed.js';
 import { PgCredits } from '../postgres/credits.js';
 import { PgKeys } from '../postgres/keys.js';
 import { PgLedger } from '../postgres/ledger.js';
+import { PgLedgerRetention } from '../postgres/ledger-retention.js';
 import { ReplicaLease } from '../postgres/lease.js';
 import { AbandonedRecovery } from '../postgres/recovery.js';
 import { openPool } from '../postgres/pool.js';
 import { migrate } from '../postgres/schema.js';
-import { openRedis, type RedisClientType } from '../redis/client.js';
+import { openRedis, redisPrefixOf, type RedisClientType } from '../redis/client.js';
 import { RedisCallClaims } from '../redis/call-claims.js';
 import { RedisRateCounters } from '../redis/rate-counters.js';
 import { FallbackRateCounters } from './rate-fallback.js';
@@ -32,6 +33,8 @@ interface Parts {
   /** The server's: this replica's lease and the recovery of dead replicas' reservations. */
   readonly lease: ReplicaLease | null;
   readonly recovery: AbandonedRecovery | null;
+  /** The server's: raw ledger rows past ledger.retentionDays folded into daily totals, on a timer. */
+  readonly retention: PgLedgerRetention | null;
   readonly changes: PgChangeFeed;
   readonly keys: RememberedKeys;
   readonly lastUsed: LastUsedBatcher;
@@ -120,7 +123,8 @@ export class SharedBackend implements StorageBackend {
       const claims = new RedisCallClaims(redis, prefix);
       const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
       const keys = new RememberedKeys(table, changes);
-      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, changes, keys, lastUsed, rates, credits, ledger, cache, claims, log, server });
+      const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
+      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, lastUsed, rates, credits, ledger, cache, claims, log, server });
     } catch (err) {
       await recovery?.stop();
       await changes?.close();
@@ -166,9 +170,10 @@ export class SharedBackend implements StorageBackend {
     return this.parts.lease;
   }
 
-  /** No more recovery passes once shutdown begins (a pass under way ends by itself). */
+  /** No more recovery or retention passes once shutdown begins (a pass under way ends by itself). */
   stopHousekeeping(): void {
     void this.parts.recovery?.stop();
+    void this.parts.retention?.stop();
   }
 
   /** Batched writes in order (last-used times, hit counters, then ledger rows); a failure is logged and the next goes on. */
@@ -209,6 +214,7 @@ export class SharedBackend implements StorageBackend {
     this.closing ??= (async () => {
       if (this.flushTimer) clearInterval(this.flushTimer);
       await this.parts.recovery?.stop();
+      await this.parts.retention?.stop();
       // Its row stays, heartbeats stop: the others charge its reservations once the lease lapses.
       this.parts.lease?.abandon();
       await this.release();
@@ -220,6 +226,7 @@ export class SharedBackend implements StorageBackend {
     this.closing ??= (async () => {
       if (this.flushTimer) clearInterval(this.flushTimer);
       await this.parts.recovery?.stop();
+      await this.parts.retention?.stop();
       await this.flush();
       // Settled or not, nothing of this replica's is in flight any more: its row can go.
       await this.parts.lease?.stop().catch((err: unknown) => this.parts.log?.warn({ err }, 'lease not released; it lapses by itself'));
@@ -241,13 +248,4 @@ export class SharedBackend implements StorageBackend {
     await p.cachePool.end().catch(() => {});
     await p.pool.end().catch(() => {});
   }
-}
-
-/**
- * Redis keys are prefixed with the database's name: installations (or test runs) that share
- * one Redis but not one database never count each other's requests.
- */
-export function redisPrefixOf(databaseUrl: string): string {
-  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1)) || 'postgres';
-  return `tg:${name}:`;
 }

@@ -1,5 +1,5 @@
 import type { LedgerRow, Reservation } from '../../domain/ledger.js';
-import type { CacheRecord, CacheSource, CreditUsageRecord, InstallationSource, KeyRecord, PrunedDayTotals } from '../transfer.js';
+import type { CacheRecord, CacheSource, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord } from '../transfer.js';
 import type { DB } from './db.js';
 import { DAY_MS } from './ledger-rows.js';
 
@@ -144,31 +144,28 @@ export class InstallationReader implements InstallationSource {
       .all();
   }
 
+  rawFromDay(): number {
+    return this.main.prepare<[], number>("SELECT value FROM ledger_meta WHERE name = 'raw_from_day'").pluck().get() ?? 0;
+  }
+
   /**
    * Days before `raw_from_day` (ledger-retention.ts) are known by their daily totals; a pass
    * stopped midway may have left some of their raw rows, which are copied with the rest, so
-   * each day's part here is its totals less what its remaining raw rows account for.
+   * each group's totals here are less what its remaining raw rows account for.
    */
-  prunedDays(): PrunedDayTotals[] {
-    const rawFrom = this.main.prepare<[], number>("SELECT value FROM ledger_meta WHERE name = 'raw_from_day'").pluck().get() ?? 0;
-    if (rawFrom <= 0) return [];
-    type Sums = { day: number; requests: number; credits: number; credits_saved: number };
-    const totals = this.main
-      .prepare<[number], Sums>('SELECT day, SUM(requests) AS requests, SUM(credits) AS credits, SUM(credits_saved) AS credits_saved FROM usage_daily WHERE day < ? GROUP BY day ORDER BY day')
-      .all(rawFrom);
-    const raw = new Map(
-      this.main
-        .prepare<[number], Sums>(`SELECT ts / ${DAY_MS} AS day, COUNT(*) AS requests, SUM(credits) AS credits, SUM(credits_saved) AS credits_saved FROM ledger WHERE ts < ? GROUP BY 1`)
-        .all(rawFrom * DAY_MS)
-        .map((r) => [r.day, r]),
-    );
-    return totals.flatMap((t) => {
-      const held = raw.get(t.day);
-      const requests = t.requests - (held?.requests ?? 0);
-      if (requests <= 0) return [];
-      const day = new Date(t.day * DAY_MS).toISOString().slice(0, 10);
-      return [{ day, requests, credits: t.credits - (held?.credits ?? 0), creditsSaved: t.credits_saved - (held?.credits_saved ?? 0) }];
-    });
+  prunedTotals(n: number): Iterable<DailyTotalsRecord[]> {
+    const rawFrom = this.rawFromDay();
+    const sql = `SELECT d.day, d.key_id AS keyId, d.endpoint, d.requests - COALESCE(r.requests, 0) AS requests, d.cache_hits - COALESCE(r.cache_hits, 0) AS cacheHits,
+        d.credits - COALESCE(r.credits, 0) AS credits, d.credits_saved - COALESCE(r.credits_saved, 0) AS creditsSaved,
+        d.unsettled_credits - COALESCE(r.unsettled_credits, 0) AS unsettledCredits
+      FROM usage_daily d LEFT JOIN (
+        SELECT ts / ${DAY_MS} AS day, key_id, endpoint, COUNT(*) AS requests, SUM(cache IS 'HIT' OR cache IS 'STALE') AS cache_hits, SUM(credits) AS credits,
+          SUM(credits_saved) AS credits_saved, SUM(credits * unsettled) AS unsettled_credits
+        FROM ledger WHERE ts < ${rawFrom * DAY_MS} GROUP BY 1, 2, 3
+      ) r ON r.day = d.day AND r.key_id = d.key_id AND r.endpoint = d.endpoint
+      WHERE d.day < ${rawFrom} AND d.requests > COALESCE(r.requests, 0)
+      ORDER BY d.day, d.key_id, d.endpoint`;
+    return batches<DailyTotalsRecord, DailyTotalsRecord>(this.main, sql, n, (r) => r);
   }
 
   rateWindows(): number {

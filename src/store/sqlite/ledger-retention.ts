@@ -1,5 +1,6 @@
 import type { DB } from './db.js';
-import { DAY_MS, dayOf } from './ledger-rows.js';
+import { keepRawFromDay } from '../../domain/ledger.js';
+import { DAY_MS } from './ledger-rows.js';
 import { gated, type WriteGate } from '../write-gate.js';
 
 /** Raw rows deleted per transaction: a few milliseconds of the write lock, then the event loop's turn. */
@@ -39,7 +40,7 @@ export class LedgerRetention {
 
   /** The first UTC day (days since the epoch) kept raw at `now`, or null when nothing is pruned. */
   keepFromDay(now: number): number | null {
-    return this.opts.retentionDays === null ? null : dayOf(now) - this.opts.retentionDays;
+    return keepRawFromDay(now, this.opts.retentionDays);
   }
 
   /**

@@ -1,13 +1,8 @@
 import type { DB } from './db.js';
 
-import type { LedgerRow } from '../../domain/ledger.js';
+import { DAY_MS, dayOf, type LedgerRow } from '../../domain/ledger.js';
 
-export type { LedgerRow };
-
-export const DAY_MS = 86_400_000;
-
-/** The UTC day of `ts` as days since the epoch: the rollup's `day`, SQL's `ts / 86400000`. */
-export const dayOf = (ts: number): number => Math.floor(ts / DAY_MS);
+export { DAY_MS, dayOf, type LedgerRow };
 
 /** Column order of every ledger INSERT; `fill` must write the values in this order. */
 export const LEDGER_COLUMNS = [

@@ -1,8 +1,8 @@
 import type { DB } from './db.js';
-import { DAY_MS, dayOf } from './ledger-rows.js';
+import { DAY_MS } from './ledger-rows.js';
 import type { ReadStatement } from './read-worker.js';
 
-import { UsageRangePruned, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
+import { checkRange, splitRange, UsageRangePruned, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 
 export { UsageRangePruned, type UsageGroup, type UsageRow };
 
@@ -17,35 +17,6 @@ const RAW = `SELECT ts / ${DAY_MS}, key_id, endpoint, COUNT(*), SUM(cache IS 'HI
 
 /** The reading that decides whether a range can be answered exactly (see UsageRangePruned). */
 export const RAW_FROM_DAY: ReadStatement = { sql: "SELECT value FROM ledger_meta WHERE name = 'raw_from_day'", params: [], mode: 'get' };
-
-interface Split {
-  /** Whole UTC days [fromDay, toDay) read from usage_daily; empty when fromDay >= toDay. */
-  fromDay: number;
-  toDay: number;
-  /** Up to two stretches [a, b) of raw rows: the partial days at the edges. */
-  raw: Array<[number, number]>;
-}
-
-/** `from` ≤ ts < `to` as whole days from the rollup plus the partial days at its edges from raw rows. */
-export function splitRange(from: number, to: number): Split {
-  const fromDay = Math.ceil(from / DAY_MS);
-  const toDay = Math.floor(to / DAY_MS);
-  if (fromDay >= toDay) return { fromDay: 0, toDay: 0, raw: [[from, to]] };
-  const raw: Array<[number, number]> = [];
-  if (from < fromDay * DAY_MS) raw.push([from, fromDay * DAY_MS]);
-  if (toDay * DAY_MS < to) raw.push([toDay * DAY_MS, to]);
-  return { fromDay, toDay, raw };
-}
-
-/** Throws UsageRangePruned when a raw stretch of the range starts in a day pruned to its totals. */
-export function checkRange(from: number, to: number, rawFromDay: number): void {
-  for (const [a] of splitRange(from, to).raw) {
-    if (dayOf(a) >= rawFromDay) continue;
-    // A stretch starting at `from` is `from`'s fault unless `from` is midnight (then `to` ends inside that day).
-    const edge = a === from && from % DAY_MS !== 0 ? 'from' : 'to';
-    throw new UsageRangePruned(edge, edge === 'from' ? from : to, rawFromDay * DAY_MS);
-  }
-}
 
 /**
  * The report's SQL: daily totals for the whole days, raw rows for the partial days at the
