@@ -110,11 +110,11 @@ export class Accounting {
 
   /** The key's budgets with usage, for the admin API. */
   keyStates(key: ApiKey, now: number): MaybePromise<BudgetState[]> {
-    return first(this.credits.states([{ scope: key.id, budgets: this.budgetsOf(key) }], now));
+    return first(this.credits.states([{ scope: key.id, budgets: this.budgetsOf(key) }], now, { fresh: true }));
   }
 
   providerStates(now: number): MaybePromise<BudgetState[]> {
-    return first(this.credits.states([{ scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets }], now));
+    return first(this.credits.states([{ scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets }], now, { fresh: true }));
   }
 
   /**

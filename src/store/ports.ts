@@ -98,8 +98,12 @@ export interface Credits {
   used(scope: string, period: Period, now: number): MaybePromise<number>;
   /** Credits reserved by calls of `scope` in flight (across every process of a shared backend). */
   reserved(scope: string): MaybePromise<number>;
-  /** Every budget's state, in the order given: one read for the X-Credits-* headers. */
-  states(limits: readonly ScopeBudgets[], now: number): MaybePromise<BudgetState[][]>;
+  /**
+   * Every budget's state, in the order given: one read for the X-Credits-* headers. A shared
+   * backend may answer those from a memory a fraction of a second old; `fresh` reads the
+   * store itself (the admin API, which reports exact figures).
+   */
+  states(limits: readonly ScopeBudgets[], now: number, opts?: { fresh?: boolean }): MaybePromise<BudgetState[][]>;
   /**
    * Atomically check `r.estimate` against every budget of `limits` (domain/credits.ts
    * `refusingBudget`, in order: the first scope refusing wins) and, if none refuses, reserve

@@ -145,4 +145,11 @@ describe('shared backend: budget states for answers\' headers', () => {
     expect(await a.credits.tryReserve(reservation('req_other'), limits)).toBeNull();
     expect(await eventually(async () => (await b.credits.states(limits, T0))[0]![0]!.reserved, (n) => n === 6, 1_000)).toBe(6);
   }, 15_000);
+
+  it('read fresh (the admin API), they show another replica\'s reservation at once', async () => {
+    const [a, b] = [await replica(), await replica()];
+    await b.credits.states(limits, T0);
+    expect(await a.credits.tryReserve(reservation('req_other'), limits)).toBeNull();
+    expect((await b.credits.states(limits, T0, { fresh: true }))[0]![0]!.reserved).toBe(3);
+  }, 15_000);
 });

@@ -59,7 +59,8 @@ export class PgCredits implements Credits {
    * reservations show within REMEMBER_MS. (Reservations themselves always read afresh, in
    * their transaction: only the headers may lag.)
    */
-  states(limits: readonly ScopeBudgets[], now: number): BudgetState[][] | Promise<BudgetState[][]> {
+  states(limits: readonly ScopeBudgets[], now: number, opts?: { fresh?: boolean }): BudgetState[][] | Promise<BudgetState[][]> {
+    if (opts?.fresh) return this.read(limits, now);
     const t = performance.now();
     const out: BudgetState[][] = [];
     for (const { scope, budgets } of limits) {
