@@ -32,6 +32,8 @@ export interface ClusterOptions {
   /** The database URL the replicas use, from the real one (a proxy's, to cut it); the CLI uses the real one. */
   readonly replicaDatabaseUrl?: (url: string) => string;
   readonly redisUrl?: string;
+  /** A database to use instead of a fresh one on the machine's server (e.g. a private server the test crashes). */
+  readonly database?: { readonly url: string; drop(): Promise<void> };
 }
 
 export interface Reply {
@@ -75,7 +77,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const n = opts.replicas ?? 3;
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-replicas-'));
   const sim = await startSimulator({ apiKey: SIM_KEY, ...opts.sim });
-  const db = await freshDatabase();
+  const db = opts.database ?? (await freshDatabase());
   const redisUrl = opts.redisUrl ?? REDIS_URL;
   const base: Record<string, string> = {
     TOLLGATE_DATA_DIR: dir,
