@@ -59,6 +59,12 @@ describe('PostgreSQL crashes and restarts under load', () => {
     expect(misses.map((r) => [r.status, r.json.error?.code])).toEqual(Array(misses.length).fill([503, 'STORAGE_UNAVAILABLE']));
     expect(c.sim.callCount()).toBe(calls);
     for (const i of ALL) expect((await c.get(i, '/readyz')).json.checks.database).toMatch(/^unreachable/);
+    // And the metrics say so (the gauge follows the flush every second).
+    for (const i of ALL) {
+      await until(`replica ${i}'s gauge says PostgreSQL is down`, 5_000, async () =>
+        /tollgate_storage_writable\{database="postgres"\} 0/.test(String((await c.get(i, '/metrics')).json)) ? true : undefined,
+      250);
+    }
 
     await db.start();
     // Misses work again on every replica, without a restart of theirs.
@@ -69,6 +75,9 @@ describe('PostgreSQL crashes and restarts under load', () => {
       }, 250);
     }
     for (const i of ALL) {
+      await until(`replica ${i}'s gauge says PostgreSQL is back`, 5_000, async () =>
+        /tollgate_storage_writable\{database="postgres"\} 1/.test(String((await c.get(i, '/metrics')).json)) ? true : undefined,
+      250);
       await until(`replica ${i} hears changes again`, 15_000, async () => ((await c.get(i, '/readyz')).json.checks.change_notifications === 'ok' ? true : undefined), 250);
     }
     // The feed is really back: a purge through the CLI reaches every replica's memory.
