@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -201,6 +202,28 @@ describe('Checkpointer', () => {
       expect(size(file)).toBeGreaterThan(base + (ROWS / 2) * PAGE);
     } finally {
       db.close();
+    }
+  });
+
+  it('a file its worker opened before it was switched to WAL is checkpointed once it is (regression: log -1 forever)', async () => {
+    const file = tempFile();
+    // The file exists in rollback-journal mode when the first tick opens it, as between a
+    // database's creation and its journal_mode pragma.
+    const early = new Database(file);
+    early.exec('CREATE TABLE t (i INTEGER PRIMARY KEY, v TEXT NOT NULL) STRICT');
+    const ck = new Checkpointer([file], { intervalMs: 60_000 });
+    try {
+      const [before] = await ck.checkpoint();
+      expect(before!.log).toBe(-1);
+      early.pragma('journal_mode = WAL');
+      early.pragma('wal_autocheckpoint = 0');
+      const ins = early.prepare('INSERT INTO t (i, v) VALUES (?, ?)');
+      for (let i = 0; i < 1500; i++) ins.run(i, row(i));
+      const [r] = await ck.checkpoint();
+      expect(r!.checkpointed).toBeGreaterThan(1000);
+    } finally {
+      await ck.close();
+      early.close();
     }
   });
 

@@ -55,12 +55,15 @@ const { createRequire } = process.getBuiltinModule('node:module');
 const Database = createRequire(workerData.driver)(workerData.driver);
 const conns = new Map();
 const walSize = (file) => { try { return statSync(file + '-wal').size; } catch { return 0; } };
-function checkpoint(file) {
+function checkpoint(file, again) {
   let db = conns.get(file);
   if (!db) { db = new Database(file, { fileMustExist: true, timeout: 0 }); conns.set(file, db); }
   const walBytes = walSize(file);
   const mode = walBytes > workerData.truncateAboveBytes ? 'TRUNCATE' : 'PASSIVE';
   const r = db.pragma('wal_checkpoint(' + mode + ')')[0];
+  // -1: this connection saw the file before it was switched to WAL (opened in between its
+  // creation and its first pragma); a new connection sees the WAL.
+  if (r.log === -1 && !again) { drop(file); return checkpoint(file, true); }
   return { file, mode, walBytes, busy: r.busy !== 0, log: r.log, checkpointed: r.checkpointed };
 }
 function drop(file) { try { conns.get(file)?.close(); } catch {} conns.delete(file); }
