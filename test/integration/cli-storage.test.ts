@@ -57,3 +57,23 @@ describe('a command opens only its own database', () => {
     expect(existsSync(join(dir, 'tollgate.db'))).toBe(false);
   });
 });
+
+describe('shared storage settings, as serve and every command read them', () => {
+  const base = { TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:1', TOLLGATE_UPSTREAM_API_KEY: 'k', TOLLGATE_DATABASE_URL: '', TOLLGATE_REDIS_URL: '' };
+
+  it('only one of the two URLs: serve and a command stop before opening anything, naming the missing one', async () => {
+    const onlyDb = await runCli(['serve', '--port', '0'], { ...base, TOLLGATE_DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/x' });
+    expect(onlyDb.code).toBe(2);
+    expect(onlyDb.stderr).toContain('storage.redisUrl: required when storage.databaseUrl is set (or set TOLLGATE_REDIS_URL)');
+    const onlyRedis = await runCli(['keys', 'list'], { ...base, TOLLGATE_REDIS_URL: 'redis://127.0.0.1:6379/15' });
+    expect(onlyRedis.code).toBe(2);
+    expect(onlyRedis.stderr).toContain('storage.databaseUrl: required when storage.redisUrl is set (or set TOLLGATE_DATABASE_URL)');
+  });
+
+  it('both set but unreachable: serve exits with a message naming the setting, never the password', async () => {
+    const r = await runCli(['serve', '--port', '0'], { ...base, TOLLGATE_DATABASE_URL: 'postgres://tollgate:hunter2-secret@127.0.0.1:1/x', TOLLGATE_REDIS_URL: 'redis://127.0.0.1:1' }, 30_000);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/cannot open shared storage: .*check TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL/);
+    expect(r.stderr + r.stdout).not.toContain('hunter2-secret');
+  }, 40_000);
+});
