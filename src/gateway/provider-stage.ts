@@ -56,7 +56,7 @@ function holdsFor(r: { readonly refusal: Failure; readonly keyId: string }, key:
  * A leader then claims the call across replicas (replica-herd.ts) before it reserves: while
  * another replica holds the claim it waits, and answers (with its followers) from what that
  * replica stored; it releases its own claim once its answer is stored, or its call failed or
- * was refused, so that the replicas waiting for it go on.
+ * was refused, so that the replicas waiting for it go on (without holding up its own answer).
  */
 export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: LookupTrace): Promise<Answer> {
   const { decision, requestId } = miss;
@@ -120,7 +120,9 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
       return answerFetched(deps, miss, result, true, trace);
     } finally {
       // The answer is stored (or the call failed, or was refused): the replicas waiting for it go on.
-      await held?.end();
+      // Not awaited: the release runs beside the ledger write, not before the answer. end() never
+      // rejects, and a release that fails leaves the claim to lapse within its ttl.
+      void held?.end();
     }
   }
 }
