@@ -1,9 +1,11 @@
 /**
  * Where a shared replica's miss spends its time, phase by phase:
  *   npx tsx bench/trace-miss.ts [provider latency ms, default 10] [misses, default 80]
- * One replica on a database of its own, its PostgreSQL statements and requests traced by
- * bench/lib/pg-trace.mjs; misses one at a time, each with a direct simulator call before it.
- * Prints the median of each phase. Not part of `npm run bench` (the tracing costs time itself).
+ * One replica on a database of its own, its PostgreSQL statements, Redis commands and provider
+ * calls traced by bench/lib/miss-trace.mjs; misses one at a time, each with a direct simulator
+ * call before it. Prints each operation of the most common sequence (median start, duration,
+ * and the gap before it: gateway JS, or a wait), then the time by kind. Not part of
+ * `npm run bench` (the tracing costs time itself, a few µs an operation).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,9 +21,10 @@ import { entityPath, SIM_KEY } from './lib/stack.js';
 const latencyMs = Number(process.argv[2] ?? 10);
 const misses = Number(process.argv[3] ?? 80);
 
-interface Line {
+interface Op {
   t: number;
   ms: number;
+  kind: string;
   what: string;
 }
 
@@ -31,6 +34,26 @@ async function timed(url: string, auth: Record<string, string>): Promise<number>
   await res.body.dump();
   if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode}`);
   return performance.now() - t0;
+}
+
+function parse(text: string): Op[] {
+  return text.trim().split('\n').filter(Boolean).map((l) => {
+    const [t, ms, kind, ...what] = l.split(' ');
+    return { t: Number(t), ms: Number(ms), kind: kind!, what: what.join(' ') };
+  });
+}
+
+/** Length of the union of [t, t+ms] intervals clipped to [from, to]. */
+function covered(ops: Op[], from: number, to: number): number {
+  const iv = ops.map((o) => [Math.max(from, o.t), Math.min(to, o.t + o.ms)] as const).filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
+  let sum = 0;
+  let end = -Infinity;
+  for (const [a, b] of iv) {
+    if (b <= end) continue;
+    sum += b - Math.max(a, end);
+    end = b;
+  }
+  return sum;
 }
 
 const store = await createSharedStore();
@@ -45,54 +68,58 @@ try {
     upstreamUrl: sim.url,
     upstreamKey: SIM_KEY,
     logFile: join(dir, 'gateway.log'),
-    env: { ...store.env, PGTRACE_FILE: file, PGTRACE_DIST: join(TARGET, 'dist') },
-    nodeArgs: ['--import', join(ROOT, 'bench', 'lib', 'pg-trace.mjs')],
+    env: { ...store.env, MISSTRACE_FILE: file, MISSTRACE_DIST: join(TARGET, 'dist') },
+    nodeArgs: ['--import', join(ROOT, 'bench', 'lib', 'miss-trace.mjs')],
   });
   const auth = { authorization: `Bearer ${createKey(dir, { env: store.env })}` };
   const directAuth = { authorization: `Bearer ${SIM_KEY}` };
   let next = 8_000_000;
   for (let i = 0; i < 40; i++) await timed(gw.url + entityPath(next++), auth); // warm-up
-  const phases = new Map<string, number[]>();
-  const add = (k: string, v: number) => phases.set(k, [...(phases.get(k) ?? []), v]);
+  await new Promise((r) => setTimeout(r, 50));
   const direct: number[] = [];
   const client: number[] = [];
+  const traced: { ops: Op[]; req: Op; fin: Op }[] = [];
   for (let i = 0; i < misses; i++) {
     direct.push(await timed(sim.url + entityPath(next++), directAuth));
     writeFileSync(file, '');
     client.push(await timed(gw.url + entityPath(next++), auth));
-    await new Promise((r) => setTimeout(r, 15)); // the finish line is written after the answer
-    const lines: Line[] = readFileSync(file, 'utf8').trim().split('\n').map((l) => {
-      const [t, ms, ...what] = l.split(' ');
-      return { t: Number(t), ms: Number(ms), what: what.join(' ') };
-    });
-    const req = lines.find((l) => l.what.startsWith('REQUEST'));
-    const fin = lines.find((l) => l.what === 'FINISH');
+    await new Promise((r) => setTimeout(r, 20)); // the lines are written after the answer
+    const lines = parse(readFileSync(file, 'utf8'));
+    const req = lines.find((l) => l.kind === 'REQUEST');
+    const fin = lines.find((l) => l.kind === 'FINISH');
     if (!req || !fin) continue;
-    const stmts = lines.filter((l) => l.t >= req.t && l.t <= fin.t && !/^(REQUEST|FINISH)/.test(l.what));
-    const begins = stmts.filter((l) => l.what === 'BEGIN');
-    const commits = stmts.filter((l) => l.what === 'COMMIT');
-    if (begins.length !== 3 || commits.length !== 3) continue; // a batched flush ran in between
-    const end = (l: Line) => l.t + l.ms;
-    const size = (k: number) => stmts.filter((l) => l.t >= begins[k]!.t && l.t <= commits[k]!.t).length;
-    add('statements (round trips) per miss', stmts.length);
-    add('request → first BEGIN (key, Redis rate take, cache read)', begins[0]!.t - req.t);
-    add(`reservation transaction (${size(0)} statements)`, end(commits[0]!) - begins[0]!.t);
-    add('provider call and the work around it', begins[1]!.t - end(commits[0]!));
-    add(`cache write transaction (${size(1)} statements)`, end(commits[1]!) - begins[1]!.t);
-    add('cache write → ledger', begins[2]!.t - end(commits[1]!));
-    add(`ledger transaction (${size(2)} statements)`, end(commits[2]!) - begins[2]!.t);
-    add('ledger COMMIT → answer written', fin.t - end(commits[2]!));
-    add('request → answer, in the gateway', fin.t - req.t);
-    for (const c of commits) add('one COMMIT', c.ms);
-    for (const s of stmts) if (s.what !== 'BEGIN' && s.what !== 'COMMIT') add('one other statement', s.ms);
+    const ops = lines.filter((l) => l.t >= req.t && !['REQUEST', 'FINISH'].includes(l.kind)).sort((a, b) => a.t - b.t);
+    traced.push({ ops, req, fin });
   }
   await gw.stop();
+  // The most common sequence of operations: misses with a background statement in between are left out.
+  const sig = (ops: Op[]) => ops.map((o) => `${o.kind} ${o.what}`).join('|');
+  const counts = new Map<string, number>();
+  for (const t of traced) counts.set(sig(t.ops), (counts.get(sig(t.ops)) ?? 0) + 1);
+  const common = [...counts].sort((a, b) => b[1] - a[1])[0]![0];
+  const kept = traced.filter((t) => sig(t.ops) === common);
   const d = median(direct);
   const c = median(client);
-  console.log(`Provider latency ${latencyMs} ms; ${phases.get('request → answer, in the gateway')?.length ?? 0} of ${misses} misses traced.`);
+  console.log(`Provider latency ${latencyMs} ms; ${kept.length} of ${misses} misses in the most common sequence (${counts.size} sequences).`);
   console.log(`Client-side p50: direct ${d.toFixed(2)} ms, through the replica ${c.toFixed(2)} ms, added ${(c - d).toFixed(2)} ms.\n`);
-  console.log('| Phase | Median |\n|---|---:|');
-  for (const [k, v] of phases) console.log(`| ${k} | ${k.startsWith('statements') ? median(v) : `${median(v).toFixed(2)} ms`} |`);
+  console.log('| # | Operation | Starts at | Gap before (JS, waiting) | Takes | Ends before the answer by |\n|---:|---|---:|---:|---:|---:|');
+  const n = kept[0]!.ops.length;
+  for (let i = 0; i < n; i++) {
+    const at = median(kept.map((k) => k.ops[i]!.t - k.req.t));
+    const gap = median(kept.map((k) => k.ops[i]!.t - (i === 0 ? k.req.t : Math.max(...k.ops.slice(0, i).map((o) => o.t + o.ms)))));
+    const ms = median(kept.map((k) => k.ops[i]!.ms));
+    const left = median(kept.map((k) => k.fin.t - (k.ops[i]!.t + k.ops[i]!.ms)));
+    const o = kept[0]!.ops[i]!;
+    console.log(`| ${i + 1} | ${o.kind}: \`${o.what.slice(0, 70)}\` | ${at.toFixed(2)} | ${gap.toFixed(2)} | ${ms.toFixed(2)} | ${left.toFixed(2)} |`);
+  }
+  const total = median(kept.map((k) => k.fin.t - k.req.t));
+  console.log(`\n| Time within request → answer (in the gateway) | Median |\n|---|---:|`);
+  for (const kind of ['pg', 'redis', 'provider']) {
+    console.log(`| ${kind} (waiting on it, overlaps merged) | ${median(kept.map((k) => covered(k.ops.filter((o) => o.kind === kind), k.req.t, k.fin.t))).toFixed(2)} ms |`);
+  }
+  console.log(`| none of them (gateway JS, HTTP parse and write) | ${median(kept.map((k) => k.fin.t - k.req.t - covered(k.ops, k.req.t, k.fin.t))).toFixed(2)} ms |`);
+  console.log(`| all: request → answer written | ${total.toFixed(2)} ms |`);
+  console.log(`| after the answer (operations still running) | ${median(kept.map((k) => Math.max(0, ...k.ops.map((o) => o.t + o.ms - k.fin.t)))).toFixed(2)} ms |`);
 } finally {
   await sim.stop();
   await store.drop();

@@ -60,8 +60,9 @@ export class Fetcher {
   }
 
   /** The leader's call: the provider, then the cache; every follower shares the result. */
-  call(lead: Lead<FetchResult>, req: LookupRequest, key: string, freshness: Freshness, requestId: string): Promise<FetchResult> {
-    return lead.run(() => this.callAndStore(req, key, freshness, requestId));
+  /** `answered`, when given, hears the provider's outcome as soon as it comes, before it is stored. */
+  call(lead: Lead<FetchResult>, req: LookupRequest, key: string, freshness: Freshness, requestId: string, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
+    return lead.run(() => this.callAndStore(req, key, freshness, requestId, answered));
   }
 
   inFlight(): number {
@@ -73,8 +74,9 @@ export class Fetcher {
     return this.flights.endedCount();
   }
 
-  private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, requestId: string): Promise<FetchResult> {
+  private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, requestId: string, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
     const outcome = await this.provider.call({ path: req.endpoint.path, query: upstreamQuery(req, fwd.strategy, fwd.maxage), requestId });
+    answered?.(outcome);
     const now = this.clock.now();
     const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now };
     if (outcome.ok) {

@@ -23,6 +23,22 @@ export interface Incoming {
   readonly requestId: string;
 }
 
+/** What a ledger row says of its answer: status, error code, the charge, and whether it is the reservation's estimate. */
+export interface RowEnd {
+  readonly status: number;
+  readonly code: string | null;
+  readonly credits: number;
+  readonly unsettled: boolean;
+}
+
+/**
+ * Write the request's ledger row now, for an answer the stages have decided but not yet built
+ * (a paid miss, while its answer is stored in the cache): the two writes run side by side
+ * instead of one after the other. The frame still awaits it before the answer leaves; called
+ * more than once, only the first counts. The answer the stages return must be the one `end` describes.
+ */
+export type SettleNow = (end: RowEnd) => void;
+
 /**
  * The frame around every authenticated /v1 route (DESIGN §2 steps 3, 4 and 11): admission
  * (key, per-address failed-auth limit, key rate limit), then `stages`, then the ledger row
@@ -35,7 +51,7 @@ export async function framed(
   endpoint: string,
   inc: Incoming,
   trace: LookupTrace,
-  stages: (key: ApiKey, now: number) => Promise<Answer>,
+  stages: (key: ApiKey, now: number, settleNow: SettleNow) => Promise<Answer>,
 ): Promise<Answer> {
   const t0 = performance.now();
   const now = deps.clock.now();
@@ -47,13 +63,25 @@ export async function framed(
   trace.keyName = key.name;
 
   const frame: RowFrame = { requestId: inc.requestId, ts: now, keyId: key.id, endpoint, t0 };
+  let early: Promise<void> | null = null;
+  const settleNow: SettleNow = (end) => {
+    if (early) return;
+    try {
+      early = Promise.resolve(deps.accounting.settle(ledgerRow(frame, trace, end)));
+    } catch (err) {
+      early = Promise.reject(err);
+    }
+    early.catch(() => {}); // awaited below; marked handled so that a failure before then is not reported twice
+  };
   let answer: Answer;
   try {
-    answer = adm.refusal ? errorAnswer(adm.refusal, inc.requestId) : await stages(key, now);
+    answer = adm.refusal ? errorAnswer(adm.refusal, inc.requestId) : await stages(key, now, settleNow);
   } catch (err) {
-    // A bug after the reservation may come after the provider call: charge the estimate, unsettled.
+    // A bug after the reservation may come after the provider call: charge the estimate, unsettled
+    // (unless the row was written already, with what the provider charged).
     const reserved = deps.accounting.reservedFor(inc.requestId);
-    if (reserved !== null) {
+    if (early) await (early as Promise<void>).catch(() => {});
+    else if (reserved !== null) {
       try {
         const settled = deps.accounting.settle(ledgerRow(frame, trace, { status: 500, code: 'INTERNAL_ERROR', credits: reserved, unsettled: true }));
         if (isPromise(settled)) await settled;
@@ -63,9 +91,12 @@ export async function framed(
     }
     throw err;
   }
-  const end = { status: answer.status, code: answer.errorCode ?? null, credits: trace.creditsUsed ?? 0, unsettled: trace.unsettled ?? false };
-  const settled = deps.accounting.settle(ledgerRow(frame, trace, end));
-  if (isPromise(settled)) await settled;
+  if (early) await early;
+  else {
+    const end = { status: answer.status, code: answer.errorCode ?? null, credits: trace.creditsUsed ?? 0, unsettled: trace.unsettled ?? false };
+    const settled = deps.accounting.settle(ledgerRow(frame, trace, end));
+    if (isPromise(settled)) await settled;
+  }
   let credit = deps.accounting.headers(key, endpoint, deps.clock.now());
   if (isPromise(credit)) credit = await credit;
   // Every Answer's headers object is its own, so the fields are added in place (no copies on the hot path).
@@ -92,7 +123,7 @@ interface RowFrame {
   readonly t0: number;
 }
 
-function ledgerRow(f: RowFrame, trace: LookupTrace, end: { status: number; code: string | null; credits: number; unsettled: boolean }): LedgerRow {
+function ledgerRow(f: RowFrame, trace: LookupTrace, end: RowEnd): LedgerRow {
   return {
     requestId: f.requestId,
     ts: f.ts,

@@ -23,7 +23,7 @@ export type { LookupDeps } from './lookup-deps.js';
  */
 export function handleLookup(deps: LookupDeps, def: EndpointDef, inc: Incoming, trace: LookupTrace): Promise<Answer> {
   // 3. Authenticate, 4. rate limit the key — and, after the stages, 11. the ledger row and headers.
-  return framed(deps, def.name, inc, trace, async (key, now) => {
+  return framed(deps, def.name, inc, trace, async (key, now, settleNow) => {
     // 5. Parse and validate the query into one LookupRequest.
     const req = parseLookup(def, inc.rawQuery, deps.domain);
     if (isFailure(req)) return errorAnswer(req, inc.requestId);
@@ -40,7 +40,7 @@ export function handleLookup(deps: LookupDeps, def: EndpointDef, inc: Incoming, 
     const decision = decide({ endpoint: def.name, strategy: req.strategy, maxage: req.maxage }, entry, now, deps.cacheConfig);
     if (decision.action === 'hit') return answerHit(deps, entry!, def.name, inc.requestId, trace, now);
     // 8. Reserve credits, 9. coalesce or call the provider, 10. store and answer.
-    return forwardToProvider(deps, { def, key, req, cacheKey: ck, entry, decision, requestId: inc.requestId, now, readAt: awaited ? readAt : null }, trace);
+    return forwardToProvider(deps, { def, key, req, cacheKey: ck, entry, decision, requestId: inc.requestId, now, readAt: awaited ? readAt : null }, trace, settleNow);
   });
 }
 

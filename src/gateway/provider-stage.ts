@@ -7,12 +7,13 @@ import { failure, type Failure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
 import type { LookupRequest } from '../domain/params.js';
 import type { LookupTrace } from '../domain/trace.js';
+import type { UpstreamOutcome } from '../upstream/types.js';
 import { isPromise } from '../store/ports.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
 import { Released, type Freshness } from './coalesce.js';
-import { sharedFromCache, type FetchResult } from './fetcher.js';
-import { chargeReservation } from './frame.js';
+import { creditsOf, sharedFromCache, type FetchResult } from './fetcher.js';
+import { chargeReservation, type SettleNow } from './frame.js';
 import type { LookupDeps } from './lookup-deps.js';
 import type { HerdLead, HerdMiss } from './replica-herd.js';
 
@@ -56,9 +57,9 @@ function holdsFor(r: { readonly refusal: Failure; readonly keyId: string }, key:
  * A leader then claims the call across replicas (replica-herd.ts) before it reserves: while
  * another replica holds the claim it waits, and answers (with its followers) from what that
  * replica stored; it releases its own claim once its answer is stored, or its call failed or
- * was refused, so that the replicas waiting for it go on.
+ * was refused, so that the replicas waiting for it go on (without holding up its own answer).
  */
-export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: LookupTrace): Promise<Answer> {
+export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: LookupTrace, settleNow?: SettleNow): Promise<Answer> {
   const { decision, requestId } = miss;
   deps.cache.recordMiss();
   trace.cache = decision.reason === 'uri-miss' ? 'MISS' : decision.reason === 'stale' ? 'REFRESH' : 'BYPASS';
@@ -116,13 +117,32 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
         lead.release({ refusal: refused, keyId: miss.key.id });
         return refusedAnswer(deps, miss, refused, trace);
       }
-      const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, requestId);
+      const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, requestId, settleNow && settleWhenAnswered(settleNow, trace));
       return answerFetched(deps, miss, result, true, trace);
     } finally {
       // The answer is stored (or the call failed, or was refused): the replicas waiting for it go on.
-      await held?.end();
+      // Not awaited: the release runs beside the ledger write, not before the answer. end() never
+      // rejects, and a release that fails leaves the claim to lapse within its ttl.
+      void held?.end();
     }
   }
+}
+
+/**
+ * A provider answer decides a leader's answer (200, charged what the provider reported; see
+ * answerFetched) before it is stored: its ledger row is written while the cache put runs, not
+ * after it. Failures are settled by the frame, after the answer (a stale fallback or a charge
+ * of the estimate) is decided.
+ */
+function settleWhenAnswered(settleNow: SettleNow, trace: LookupTrace): (o: UpstreamOutcome) => void {
+  return (outcome) => {
+    if (!outcome.ok) return;
+    trace.upstreamMs = outcome.ms;
+    trace.upstreamRequestId = outcome.upstreamRequestId;
+    trace.creditsUsed = creditsOf(outcome.meta);
+    trace.creditsSaved = 0;
+    settleNow({ status: 200, code: null, credits: trace.creditsUsed, unsettled: false });
+  };
 }
 
 function herdMiss(miss: Miss, freshness: Freshness): HerdMiss {

@@ -58,9 +58,14 @@ describe('one budget', () => {
     const usage = await c.admin(2, 'GET', '/usage?by=key');
     expect(usage.status).toBe(200);
     expect(usage.json.rows.find((r: { id: string }) => r.id === id).credits).toBe(c.sim.creditsCharged());
+    // A replica answers budget states from memory for up to 250 ms (another replica's settles show within it): poll, bounded.
+    const settled = (b: Array<{ used: number; reserved: number }>) => b.length === 1 && b[0]!.used === 30 && b[0]!.reserved === 0;
     for (const i of ALL) {
-      const key = await c.admin(i, 'GET', `/keys/${id}`);
-      expect(key.json.budgets, `replica ${i}`).toEqual([expect.objectContaining({ limit: 30, period: 'day', used: 30, reserved: 0, remaining: 0 })]);
+      const budgets = await until(`replica ${i}'s budget settled`, 1_000, async () => {
+        const b = (await c.admin(i, 'GET', `/keys/${id}`)).json.budgets;
+        return settled(b) ? b : undefined;
+      });
+      expect(budgets, `replica ${i}`).toEqual([expect.objectContaining({ limit: 30, period: 'day', used: 30, reserved: 0, remaining: 0 })]);
     }
   });
 

@@ -23,6 +23,7 @@ interface Row {
 
 const COLUMNS = 'key, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size';
 const EVICT_BATCH = 500;
+const GET = `SELECT ${COLUMNS} FROM cache_entries WHERE key = $1`;
 
 const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 FOR UPDATE),
   stored AS (
@@ -74,7 +75,8 @@ export class PgResponseCache implements ResponseCache {
   }
 
   async get(key: string): Promise<CacheEntry | null> {
-    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM cache_entries WHERE key = $1`, [key]);
+    // Named: each connection parses and plans it once, not on every miss (and every hit it reads).
+    const r = await this.pool.query<Row>({ name: 'tg_cache_get', text: GET, values: [key] });
     return r.rows[0] ? toEntry(r.rows[0]) : null;
   }
 
@@ -86,7 +88,8 @@ export class PgResponseCache implements ResponseCache {
    * exact (an upsert that updated says so in xmax).
    */
   async put(e: NewEntry): Promise<void> {
-    const r = await this.pool.query<{ name: string; value: string }>(PUT, [
+    // Named (parsed and planned once per connection): planning this WITH was a good part of its time.
+    const r = await this.pool.query<{ name: string; value: string }>({ name: 'tg_cache_put', text: PUT, values: [
       e.key,
       e.endpoint,
       e.identity,
@@ -100,7 +103,7 @@ export class PgResponseCache implements ResponseCache {
       e.credits,
       sizeOf(e),
       changePayload('cache', e.key),
-    ]);
+    ] });
     this.mirror(r.rows);
   }
 

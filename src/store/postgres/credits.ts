@@ -104,7 +104,7 @@ export class PgCredits implements Credits {
     const locked = [...new Set(limits.filter((l) => l.budgets.length > 0).map((l) => l.scope))].sort();
     const refused =
       locked.length === 0
-        ? (await this.pool.query(INSERT_RESERVATION, row), null)
+        ? (await this.pool.query({ name: 'tg_reserve', text: INSERT_RESERVATION, values: row }), null)
         : await inTransaction(this.pool, async (client) => {
             // In one order whatever the caller's, so that two reservations never wait on each other.
             await client.query('SELECT pg_advisory_xact_lock($1, hashtext(s)) FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) ORDER BY i', [SCOPE_LOCK, locked]);

@@ -28,6 +28,7 @@ const SETTLE = `WITH ended AS (DELETE FROM reservations WHERE request_id = $1 RE
 /** Whether the row was new (false: its request id was recorded already, e.g. charged as abandoned by another replica). */
 export async function settleIn(pool: Pool, row: LedgerRow): Promise<boolean> {
   const c = chargeRows([row]);
-  const r = await pool.query<{ inserted: number }>(SETTLE, [...values(row), c.scope, c.period, c.start, c.credits]);
+  // Named: parsed and planned once per connection, not on every paid miss.
+  const r = await pool.query<{ inserted: number }>({ name: 'tg_settle', text: SETTLE, values: [...values(row), c.scope, c.period, c.start, c.credits] });
   return r.rows[0]!.inserted > 0;
 }
