@@ -211,7 +211,7 @@ describe('Checkpointer', () => {
     // database's creation and its journal_mode pragma.
     const early = new Database(file);
     early.exec('CREATE TABLE t (i INTEGER PRIMARY KEY, v TEXT NOT NULL) STRICT');
-    const ck = new Checkpointer([file], { intervalMs: 60_000 });
+    const ck = new Checkpointer([file], { intervalMs: 60_000, onError: () => {} });
     try {
       const [before] = await ck.checkpoint();
       expect(before!.log).toBe(-1);
