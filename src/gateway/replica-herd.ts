@@ -4,7 +4,7 @@ import type { CacheEntry } from '../domain/cache-entry.js';
 import type { CachePolicyConfig, PolicyRequest } from '../domain/cache-policy.js';
 import type { Clock } from '../domain/clock.js';
 import { afterWait } from '../domain/herd.js';
-import { isPromise, type CallClaims, type ResponseCache } from '../store/ports.js';
+import { isPromise, type CallClaims, type Claimed, type ResponseCache } from '../store/ports.js';
 import type { Freshness } from './coalesce.js';
 
 export interface HerdSettings {
@@ -87,7 +87,7 @@ export class ReplicaHerd {
     let waited = false;
     for (;;) {
       if (performance.now() < this.skipUntil) return unclaimed(waited);
-      let got: boolean;
+      let got: Claimed;
       try {
         const c = this.claims.claim(key, owner, claimTtlMs);
         got = isPromise(c) ? await c : c;
@@ -96,17 +96,31 @@ export class ReplicaHerd {
         return unclaimed(waited);
       }
       this.succeeded();
-      if (got) return this.held(key, owner, waited);
+      if (got === 'free' || (got === 'released' && waited)) return this.held(key, owner, waited);
+      if (got === 'released') {
+        // Taken, but another replica's call on it ended lately: its answer may have been stored
+        // after this request read the cache. Read again, the claim held, before paying twice.
+        const lead = this.held(key, owner, waited);
+        const found = await this.storedMeanwhile(miss, started, maxWaitMs);
+        if (!found) return lead;
+        await lead.end();
+        return { kind: 'answered', entry: found };
+      }
       waited = true;
       await this.claims.released(key, Math.max(0, maxWaitMs - (performance.now() - started)));
-      // From the store: the other replica's answer may be newer than what this one holds in memory.
-      let entry = this.cache.get(miss.cacheKey, { fresh: true });
-      if (isPromise(entry)) entry = await entry;
-      const state = { need: miss.need, entry, now: this.clock.now(), arrivedAt: miss.arrivedAt, waitedMs: performance.now() - started, maxWaitMs };
-      const next = afterWait(state, this.cacheConfig);
-      if (next === 'answer') return { kind: 'answered', entry: entry! };
-      if (next === 'call') return unclaimed(waited);
+      const entry = await this.storedMeanwhile(miss, started, maxWaitMs);
+      if (entry) return { kind: 'answered', entry };
+      if (performance.now() - started >= maxWaitMs) return unclaimed(waited);
     }
+  }
+
+  /** The entry another replica's call stored, when it answers this request (afterWait); null otherwise. */
+  private async storedMeanwhile(miss: HerdMiss, started: number, maxWaitMs: number): Promise<CacheEntry | null> {
+    // From the store: the other replica's answer may be newer than what this one holds in memory.
+    let entry = this.cache.get(miss.cacheKey, { fresh: true });
+    if (isPromise(entry)) entry = await entry;
+    const state = { need: miss.need, entry, now: this.clock.now(), arrivedAt: miss.arrivedAt, waitedMs: performance.now() - started, maxWaitMs };
+    return afterWait(state, this.cacheConfig) === 'answer' ? entry : null;
   }
 
   /** A claim held: renewed every third of its ttl until end(), so that a live but slow call is never taken over. */

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { CallClaims } from './ports.js';
+import { RELEASED_LATELY_MS, type CallClaims, type Claimed } from './ports.js';
 
 interface Held {
   readonly owner: string;
@@ -17,17 +17,24 @@ interface Held {
 export class LocalCallClaims implements CallClaims {
   private readonly held = new Map<string, Held>();
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** When each key was last released (performance.now()), remembered RELEASED_LATELY_MS. */
+  private readonly releasedAt = new Map<string, number>();
 
-  claim(key: string, owner: string, ttlMs: number): boolean {
+  claim(key: string, owner: string, ttlMs: number): Claimed {
     const h = this.live(key);
     if (h && h.owner !== owner) return false;
     this.held.set(key, { owner, until: performance.now() + ttlMs });
-    return true;
+    if (h) return 'free';
+    const at = this.releasedAt.get(key);
+    this.releasedAt.delete(key);
+    return at !== undefined && performance.now() - at < RELEASED_LATELY_MS ? 'released' : 'free';
   }
 
   release(key: string, owner: string): void {
     if (this.live(key)?.owner !== owner) return;
     this.held.delete(key);
+    if (this.releasedAt.size >= 10_000) this.releasedAt.clear();
+    this.releasedAt.set(key, performance.now());
     const ws = this.waiters.get(key);
     if (!ws) return;
     this.waiters.delete(key);

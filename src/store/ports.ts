@@ -212,9 +212,19 @@ export interface ChangeFeed {
  * claim and release are bounded in time by the backend and throw when storage cannot answer
  * (the caller then calls without a claim: the budgets still protect the money).
  */
+export type Claimed = false | 'free' | 'released';
+
+/** How long a release is remembered for the next claimer (claim's `released`). */
+export const RELEASED_LATELY_MS = 10_000;
+
 export interface CallClaims {
-  /** Grant `key` to `owner` for `ttlMs` unless another owner holds it. True when `owner` holds it now; claiming again renews. */
-  claim(key: string, owner: string, ttlMs: number): MaybePromise<boolean>;
+  /**
+   * Grant `key` to `owner` for `ttlMs` unless another owner holds it; claiming again renews.
+   * False when another holds it. `released` when it was taken and another owner released it
+   * lately (within RELEASED_LATELY_MS): its call's answer may be stored by now, though the
+   * claimer read the cache before — it reads again before calling. `free` otherwise.
+   */
+  claim(key: string, owner: string, ttlMs: number): MaybePromise<Claimed>;
   /** Let go of `key` if `owner` holds it (another owner's claim is left alone), waking whoever waits for it. */
   release(key: string, owner: string): MaybePromise<void>;
   /**

@@ -45,7 +45,7 @@ describe('call claims in Redis across replicas', () => {
     const lags: number[] = [];
     for (let i = 0; i < 60; i++) {
       const key = `call-${i}`;
-      expect(await a!.claim(key, 'a', 10_000)).toBe(true);
+      expect(await a!.claim(key, 'a', 10_000)).toBeTruthy();
       const woke = b!.released(key, 2_000).then((free) => ({ free, at: performance.now() }));
       // Half the releases follow at once: heard while the waiter's first look at the key is on its way.
       if (i % 2 === 0) await new Promise((r) => setTimeout(r, 2 + (i % 7) * 3));
@@ -92,7 +92,7 @@ describe('call claims when Redis stops answering', () => {
       ca.destroy();
       cb.destroy();
     });
-    expect(await a.claim('held', 'a', 10_000)).toBe(true);
+    expect(await a.claim('held', 'a', 10_000)).toBeTruthy();
     server.kill('SIGSTOP'); // connected, silent
     let t0 = performance.now();
     await expect(a.claim('call', 'a', 10_000)).rejects.toThrow(/did not answer/);
@@ -103,7 +103,7 @@ describe('call claims when Redis stops answering', () => {
     server.kill('SIGCONT');
     // The claim given up on ran once Redis woke, and the release sent after it undid it.
     await new Promise((r) => setTimeout(r, 300));
-    expect(await b.claim('call', 'b', 10_000)).toBe(true);
+    expect(await b.claim('call', 'b', 10_000)).toBeTruthy();
     // A claim granted before the stall is still held by its owner.
     expect(await b.claim('held', 'b', 10_000)).toBe(false);
   });

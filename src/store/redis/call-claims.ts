@@ -1,12 +1,17 @@
 import { performance } from 'node:perf_hooks';
 import type { RedisClientType } from 'redis';
-import type { CallClaims } from '../ports.js';
+import { RELEASED_LATELY_MS, type CallClaims, type Claimed } from '../ports.js';
 
-/** Take a free claim, or renew one's own: one script, so that no other owner slips in between. KEYS: the claim; ARGV: owner, ttl. */
+/**
+ * Take a free claim, or renew one's own: one script, so that no other owner slips in between.
+ * KEYS: the claim, its released-lately marker; ARGV: owner, ttl. Returns 0 (held by another),
+ * 1 (taken or renewed), 2 (taken, released lately by another: its answer may be stored).
+ */
 const CLAIM = `
 local held = redis.call('GET', KEYS[1])
 if held == false then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  if redis.call('DEL', KEYS[2]) == 1 then return 2 end
   return 1
 end
 if held == ARGV[1] then
@@ -16,10 +21,15 @@ end
 return 0
 `;
 
-/** Delete the claim only if the owner still holds it (it may have lapsed and gone to another), and tell the waiters. ARGV: owner, channel. */
+/**
+ * Delete the claim only if the owner still holds it (it may have lapsed and gone to another),
+ * mark it released lately for the next claimer, and tell the waiters. KEYS: the claim, its
+ * marker; ARGV: owner, channel, how long the marker lasts.
+ */
 const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
   redis.call('PUBLISH', ARGV[2], KEYS[1])
   return 1
 end
@@ -68,12 +78,13 @@ export class RedisCallClaims implements CallClaims {
     this.pollMs = opts.pollMs ?? 100;
   }
 
-  async claim(key: string, owner: string, ttlMs: number): Promise<boolean> {
+  async claim(key: string, owner: string, ttlMs: number): Promise<Claimed> {
     const full = this.key(key);
     const holding = `${owner}\n${full}`;
     const renewal = this.holding.has(holding);
     try {
-      const got = (await this.bounded((c) => c.eval(CLAIM, { keys: [full], arguments: [owner, String(Math.max(1, Math.ceil(ttlMs)))] }))) === 1;
+      const r = await this.bounded((c) => c.eval(CLAIM, { keys: [full, `${full}:released`], arguments: [owner, String(Math.max(1, Math.ceil(ttlMs)))] }));
+      const got: Claimed = r === 2 ? 'released' : r === 1 ? 'free' : false;
       // (A renewal answered after the release is not held any more.)
       if (got && !renewal) this.holding.add(holding);
       return got;
@@ -88,7 +99,7 @@ export class RedisCallClaims implements CallClaims {
   async release(key: string, owner: string): Promise<void> {
     const full = this.key(key);
     this.holding.delete(`${owner}\n${full}`);
-    await this.bounded((c) => c.eval(RELEASE, { keys: [full], arguments: [owner, this.channel] }));
+    await this.bounded((c) => c.eval(RELEASE, { keys: [full, `${full}:released`], arguments: [owner, this.channel, String(RELEASED_LATELY_MS)] }));
   }
 
   async released(key: string, maxWaitMs: number): Promise<boolean> {
