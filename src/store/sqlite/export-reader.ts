@@ -1,27 +1,11 @@
 import type { LedgerRow, Reservation } from '../../domain/ledger.js';
 import type { CacheRecord, CacheSource, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord } from '../transfer.js';
 import type { DB } from './db.js';
+import type { KeyRow } from './keys.js';
 import { DAY_MS } from './ledger-rows.js';
 
-interface KeyRow {
-  id: string;
-  name: string;
-  owner: string | null;
-  prefix: string;
-  secret_hash: string;
-  prev_secret_hash: string | null;
-  prev_expires_at: number | null;
-  created_at: number;
-  updated_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-  last_used_at: number | null;
-  rate: string | null;
-  credits: string | null;
-  endpoints: string | null;
-  strategies: string | null;
-  cache_isolated: number;
-}
+/** What the store reads, and the previous secret's hash, which it never returns. */
+type ExportedKeyRow = KeyRow & { prev_secret_hash: string | null };
 
 type RawLedgerRow = Record<'request_id' | 'key_id' | 'endpoint', string> &
   Record<'identity' | 'cache' | 'code' | 'upstream_request_id', string | null> &
@@ -92,7 +76,7 @@ export class InstallationReader implements InstallationSource {
   keys(n: number): Iterable<KeyRecord[]> {
     const sql = `SELECT id, name, owner, prefix, secret_hash, prev_secret_hash, prev_expires_at, created_at, updated_at, expires_at, revoked_at,
       last_used_at, rate, credits, endpoints, strategies, cache_isolated FROM api_keys ORDER BY created_at, id`;
-    return batches<KeyRow, KeyRecord>(this.main, sql, n, (r) => ({
+    return batches<ExportedKeyRow, KeyRecord>(this.main, sql, n, (r) => ({
       id: r.id,
       name: r.name,
       owner: r.owner,

@@ -11,7 +11,8 @@ import type { Keys } from '../ports.js';
  */
 const FOUND_CACHE_MAX = 10_000;
 
-interface Row {
+/** A row of api_keys as the store reads it (export-reader.ts reads it too). */
+export interface KeyRow {
   id: string;
   name: string;
   owner: string | null;
@@ -75,9 +76,9 @@ export class KeyStore implements Keys {
       (id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, rate, credits, endpoints, strategies, cache_isolated)
       VALUES (@id, @name, @owner, @prefix, @hash, @now, @now, @expires, @rate, @credits, @endpoints, @strategies, @isolated)`);
     // The OR uses both unique indexes; a rotated-away secret still finds its key during the overlap.
-    this.byHashStmt = db.prepare<[string, string], Row>('SELECT * FROM api_keys WHERE secret_hash = ? OR prev_secret_hash = ?');
-    this.byIdStmt = db.prepare<[string], Row>('SELECT * FROM api_keys WHERE id = ?');
-    this.listStmt = db.prepare<[], Row>('SELECT * FROM api_keys ORDER BY created_at, id');
+    this.byHashStmt = db.prepare<[string, string], KeyRow>('SELECT * FROM api_keys WHERE secret_hash = ? OR prev_secret_hash = ?');
+    this.byIdStmt = db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?');
+    this.listStmt = db.prepare<[], KeyRow>('SELECT * FROM api_keys ORDER BY created_at, id');
     this.revokeStmt = db.prepare('UPDATE api_keys SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL');
     this.touchStmt = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
     this.updateStmt = db.prepare(`UPDATE api_keys SET name = @name, owner = @owner, expires_at = @expires, rate = @rate,
@@ -219,7 +220,7 @@ function frozen(k: ApiKey): ApiKey {
   return Object.freeze(k);
 }
 
-function toKey(r: Row): ApiKey {
+function toKey(r: KeyRow): ApiKey {
   return {
     id: r.id,
     name: r.name,
