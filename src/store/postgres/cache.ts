@@ -70,8 +70,7 @@ export class PgResponseCache implements ResponseCache {
   /** Read the stored totals again: other replicas move them too (called with the periodic flush). */
   async refreshTotals(): Promise<void> {
     const r = await this.pool.query<{ name: string; value: string }>("SELECT name, value FROM cache_counters WHERE name IN ('bytes', 'entries')");
-    for (const x of r.rows) if (x.name === 'bytes') this.bytes = Number(x.value);
-    else this.entries = Number(x.value);
+    this.mirror(r.rows);
   }
 
   async get(key: string): Promise<CacheEntry | null> {
@@ -127,7 +126,7 @@ export class PgResponseCache implements ResponseCache {
     this.misses = 0;
     const total = hits.reduce((a, [, h]) => a + h.n, 0);
     try {
-      await this.write(async (c) => {
+      await inTransaction(this.pool, async (c) => {
         await c.query(
           'UPDATE cache_entries e SET hits = e.hits + t.n, last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at) WHERE e.key = t.key',
           [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at)],
@@ -200,7 +199,7 @@ export class PgResponseCache implements ResponseCache {
     return this.entries;
   }
 
-  /** No in-memory tier yet: every get reads the database. */
+  /** None here: every get reads the database (each replica's tier is shared/remembered-cache.ts's). */
   memoryUsage(): { entries: number; bytes: number; maxBytes: number } {
     return { entries: 0, bytes: 0, maxBytes: 0 };
   }
@@ -215,7 +214,7 @@ export class PgResponseCache implements ResponseCache {
 
   private async deleteWhere(where: string, params: unknown[]): Promise<number> {
     let n = 0;
-    await this.write(async (c) => {
+    await inTransaction(this.pool, async (c) => {
       const r = await c.query<{ size: string }>(`DELETE FROM cache_entries WHERE ${where} RETURNING size`, params);
       n = r.rows.length;
       if (n > 0) {
@@ -238,13 +237,7 @@ export class PgResponseCache implements ResponseCache {
       "UPDATE cache_counters SET value = value + CASE name WHEN 'bytes' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('bytes', 'entries') RETURNING name, value",
       [bytes, entries],
     );
-    for (const x of r.rows) if (x.name === 'bytes') this.bytes = Number(x.value);
-    else this.entries = Number(x.value);
-  }
-
-  /** One transaction. One that changes entries tells every replica which (PgChangeFeed); counting hits tells nobody. */
-  private async write(fn: (c: PoolClient) => Promise<void>): Promise<void> {
-    await inTransaction(this.pool, fn);
+    this.mirror(r.rows);
   }
 }
 

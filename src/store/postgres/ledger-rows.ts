@@ -23,9 +23,6 @@ export const values = (r: LedgerRow): unknown[] => [
 /** Column types, in COLUMNS' order, for the batch insert's arrays. */
 export const TYPES = ['text', 'bigint', 'text', 'text', 'text', 'text', 'integer', 'text', 'bigint', 'bigint', 'float8', 'float8', 'text', 'boolean'];
 
-/** One row; a request id already recorded is left as it is. */
-export const INSERT_ONE = `INSERT INTO ledger (${COLUMNS}) VALUES (${TYPES.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (request_id) DO NOTHING`;
-
 /** Rows given as one array per column (TYPES), in one statement. */
 export const INSERT_MANY = `INSERT INTO ledger (${COLUMNS}) SELECT * FROM unnest(${TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) ON CONFLICT (request_id) DO NOTHING`;
 
