@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { RedisClientType } from 'redis';
+import { withTimeout } from '../time-bound.js';
 import { RELEASED_LATELY_MS, type CallClaims, type Claimed } from '../ports.js';
 
 /**
@@ -163,6 +164,7 @@ export class RedisCallClaims implements CallClaims {
           return sub;
         })(),
         this.timeoutMs * 2,
+        'the subscriber did not connect in time',
       ).catch(() => {
         sub.destroy();
         this.subscriber = null;
@@ -171,7 +173,7 @@ export class RedisCallClaims implements CallClaims {
       });
     }
     // A wait never waits for the subscriber longer than it would have waited anyway.
-    return withTimeout(this.subscriber ?? Promise.resolve(null), Math.max(0, deadline - performance.now())).catch(() => null);
+    return withTimeout(this.subscriber ?? Promise.resolve(null), Math.max(0, deadline - performance.now()), 'the subscriber did not connect in time').catch(() => null);
   }
 
   /**
@@ -182,7 +184,7 @@ export class RedisCallClaims implements CallClaims {
   private async bounded<T>(run: (c: RedisClientType) => Promise<T>): Promise<T> {
     const abort = new AbortController();
     try {
-      return await withTimeout(run(this.redis.withAbortSignal(abort.signal) as RedisClientType), this.timeoutMs);
+      return await withTimeout(run(this.redis.withAbortSignal(abort.signal) as RedisClientType), this.timeoutMs, redisLate(this.timeoutMs));
     } finally {
       abort.abort();
     }
@@ -193,11 +195,4 @@ export class RedisCallClaims implements CallClaims {
   }
 }
 
-/** `p`, or a rejection after `ms`. */
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
+const redisLate = (ms: number) => `Redis did not answer within ${ms} ms`;

@@ -1,5 +1,6 @@
 import { createClient, type RedisClientType } from 'redis';
 import type { StorageLog } from '../backend.js';
+import { withTimeout } from '../time-bound.js';
 
 export type { RedisClientType } from 'redis';
 
@@ -27,17 +28,11 @@ export async function openRedis(url: string, log?: StorageLog): Promise<RedisCli
     if (down) log?.info({}, 'redis connection back');
     down = false;
   });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`redis did not answer within ${CONNECT_TIMEOUT_MS / 1000} s`)), CONNECT_TIMEOUT_MS);
-  });
   try {
-    await Promise.race([client.connect(), timeout]);
+    await withTimeout(client.connect(), CONNECT_TIMEOUT_MS, `redis did not answer within ${CONNECT_TIMEOUT_MS / 1000} s`);
   } catch (err) {
     client.destroy();
     throw err;
-  } finally {
-    clearTimeout(timer);
   }
   return client;
 }
