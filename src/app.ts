@@ -30,6 +30,8 @@ export interface AppOptions {
   backend?: StorageBackend;
   /** Where log lines go (tests capture them); stdout by default. */
   logDestination?: DestinationStream;
+  /** The logger itself, when the caller made it already (openApp, whose storage logs through it). */
+  logger?: Logger;
 }
 
 export interface App {
@@ -76,7 +78,7 @@ export function upstreamSettings(config: Readonly<Config>): UpstreamSettings {
 
 export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App {
   const clock = opts.clock ?? systemClock;
-  const logger = createLogger(config.logLevel, opts.logDestination);
+  const logger = opts.logger ?? createLogger(config.logLevel, opts.logDestination);
   const settings = upstreamSettings(config);
   logger.info(configSummary(config), 'configuration');
   const backend: StorageBackend = opts.backend ?? openBackend(config, { role: 'server', clock, log: logger, upstreamUrl: settings.url });
@@ -200,7 +202,7 @@ export async function openApp(config: Readonly<Config>, opts: AppOptions = {}): 
     throw new StartupError(`cannot open shared storage: ${(err as Error).message} (check TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL; both must be reachable at start)`, (err as { code?: string }).code);
   });
   try {
-    return createApp(config, { ...opts, backend });
+    return createApp(config, { ...opts, backend, logger });
   } catch (err) {
     await backend.close();
     throw err;
