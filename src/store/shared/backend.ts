@@ -24,8 +24,11 @@ import { probe } from './probe.js';
 /** How often a replica looks for reservations of replicas whose lease lapsed. */
 const RECOVERY_EVERY_MS = 5_000;
 
-/** Everything a SharedBackend holds. */
-interface Parts {
+/** The ports a SharedBackend exposes, as its own fields. */
+type Ports = 'changes' | 'keys' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
+
+/** Everything a SharedBackend holds: its ports, and the connections and timers behind them. */
+interface Parts extends Pick<SharedBackend, Ports> {
   readonly pool: Pool;
   readonly leasePool: Pool | null;
   readonly cachePool: Pool;
@@ -35,14 +38,6 @@ interface Parts {
   readonly recovery: AbandonedRecovery | null;
   /** The server's: raw ledger rows past ledger.retentionDays folded into daily totals, on a timer. */
   readonly retention: PgLedgerRetention | null;
-  readonly changes: PgChangeFeed;
-  readonly keys: RememberedKeys;
-  readonly lastUsed: LastUsedBatcher;
-  readonly rates: FallbackRateCounters;
-  readonly credits: PgCredits;
-  readonly ledger: PgLedger;
-  readonly cache: RememberedCache;
-  readonly claims: RedisCallClaims;
   readonly log: StorageLog | undefined;
   readonly server: boolean;
 }
