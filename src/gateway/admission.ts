@@ -39,6 +39,8 @@ export interface AdmissionStores {
 export class Admission {
   /** Parsed policies by their stored text; stored text was validated on write. */
   private readonly parsed = new Map<string, readonly RatePolicy[]>();
+  /** Keys refused by their rate limit, until when (the clock's ms): no store read runs ahead of their checks. */
+  private readonly refusedUntil = new Map<string, number>();
 
   constructor(
     private readonly stores: AdmissionStores,
@@ -47,20 +49,39 @@ export class Admission {
     private readonly onInvalidPolicy: (keyId: string, err: Error) => void = () => {},
   ) {}
 
-  /** A value on a store that answers with values (the embedded one): the hit path never waits a turn. */
-  admit(authorization: string | undefined, ip: string, now: number): MaybePromise<Admitted> {
+  /**
+   * A value on a store that answers with values (the embedded one): the hit path never waits a turn.
+   * `whileCounting` runs once the key is known, while a rate check that awaits a shared store is
+   * in flight, so that the request's next store read can run beside it (see pipeline.ts); it is
+   * not called when the check answers at once, nor for a key refused lately.
+   */
+  admit(authorization: string | undefined, ip: string, now: number, whileCounting?: (key: ApiKey) => void): MaybePromise<Admitted> {
     const key = authenticate(authorization, this.stores.keys, now);
-    return isPromise(key) ? key.then((k) => this.withKey(k, ip, now)) : this.withKey(key, ip, now);
+    return isPromise(key) ? key.then((k) => this.withKey(k, ip, now, whileCounting)) : this.withKey(key, ip, now, whileCounting);
   }
 
-  private withKey(key: ApiKey | Failure, ip: string, now: number): MaybePromise<Admitted> {
+  private withKey(key: ApiKey | Failure, ip: string, now: number, whileCounting?: (key: ApiKey) => void): MaybePromise<Admitted> {
     // A valid key is never refused by the failed-authentication limit (DESIGN §6): whoever
     // shares the address — or, behind a misconfigured proxy, claims it — cannot lock it out.
     // Guessing a key of 190+ random bits is hopeless anyway; the limit stops floods and state probing.
     if ('code' in key) return this.failed(key, ip, now);
     this.stores.lastUsed.touch(key.id, now);
     const taken = this.stores.rates.take(key.id, this.policiesOf(key), now, true);
-    return isPromise(taken) ? taken.then((t) => rated(key, t, now)) : rated(key, taken, now);
+    if (!isPromise(taken)) return this.rated(key, taken, now);
+    // A key over its limit would have every refused request read the store ahead for nothing:
+    // until its refusal's Retry-After has passed, its requests wait for the check first.
+    if (whileCounting && !((this.refusedUntil.get(key.id) ?? 0) > now)) whileCounting(key);
+    return taken.then((t) => this.rated(key, t, now));
+  }
+
+  /** The key's rate decision: counted when taken, refused (429) with the counts as they stand otherwise. */
+  private rated(key: ApiKey, t: { taken: boolean; counts: PolicyCount[] }, now: number): Admitted {
+    if (t.taken) return { key, refusal: null, headers: headersOf(t.counts, now) };
+    const d = rateDecision(t.counts, now);
+    const retryAfter = d.allowed ? 1 : d.retryAfter;
+    if (this.refusedUntil.size > 10_000) this.refusedUntil.clear();
+    this.refusedUntil.set(key.id, now + retryAfter * 1000);
+    return { key, refusal: failure('RATE_LIMIT_EXCEEDED', undefined, { 'retry-after': String(retryAfter) }), headers: headersOf(t.counts, now) };
   }
 
   /** A failed key: counted, or — past the limit — 429, so a prober no longer learns which keys exist, are revoked or expired. */
@@ -110,14 +131,6 @@ export class Admission {
     }
     return p;
   }
-}
-
-/** The key's rate decision: counted when taken, refused (429) with the counts as they stand otherwise. */
-function rated(key: ApiKey, t: { taken: boolean; counts: PolicyCount[] }, now: number): Admitted {
-  if (t.taken) return { key, refusal: null, headers: headersOf(t.counts, now) };
-  const d = rateDecision(t.counts, now);
-  const retryAfter = d.allowed ? 1 : d.retryAfter;
-  return { key, refusal: failure('RATE_LIMIT_EXCEEDED', undefined, { 'retry-after': String(retryAfter) }), headers: headersOf(t.counts, now) };
 }
 
 export interface LimiterState {

@@ -59,6 +59,8 @@ export interface Harness {
   readonly calls: Array<{ key: string; freshness: Freshness }>;
   readonly overlaps: string[];
   readonly budgets: BudgetStore;
+  /** The keys' rate counters and the addresses' failed-authentication counters. */
+  readonly limits: LimitStore;
   readonly ledger: LedgerStore;
   readonly db: DB;
   close(): void;
@@ -131,6 +133,7 @@ export function harness(s: Scheduler | null, wrapCredits?: (b: BudgetStore) => B
     calls,
     overlaps,
     budgets,
+    limits,
     ledger,
     db,
     close() {
