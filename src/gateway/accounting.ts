@@ -61,6 +61,15 @@ export class Accounting {
     return isPromise(refusing) ? refusing.then(budgetRefusal, (err: unknown) => this.unwritable(err)) : budgetRefusal(refusing);
   }
 
+  /**
+   * Whether a reservation for `key` can be refused for a budget: false when neither the key nor
+   * the provider has one. Such a reservation withholds nothing from anyone, so it may be written
+   * before the request knows it will call (provider-stage.ts, beside the replicas' claim).
+   */
+  budgeted(key: ApiKey): boolean {
+    return this.limitsOf(key).some((l) => l.budgets.length > 0);
+  }
+
   /** A reservation storage refused: the call is refused (503). Anything else is a bug, and stays one (500). */
   private unwritable(err: unknown): Failure {
     if (!isStorageError(err)) throw err;

@@ -8,7 +8,7 @@ import type { ApiKey } from '../domain/keys.js';
 import type { LookupRequest } from '../domain/params.js';
 import type { LookupTrace } from '../domain/trace.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
-import { isPromise } from '../store/ports.js';
+import { isPromise, type MaybePromise } from '../store/ports.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
 import { Released, type Freshness } from './coalesce.js';
@@ -81,6 +81,7 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
     const { lead } = entered;
     let refused: Failure | null;
     let held: HerdLead | null = null;
+    let early: MaybePromise<Failure | null> | null = null;
     try {
       // The cache was read across an await, and a call ended since: it may have stored this very
       // answer. Read once more, now that identical misses follow this request.
@@ -95,20 +96,26 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
           return answerHit(deps, entry!, miss.def.name, requestId, trace, now);
         }
       }
+      // A reservation no budget can refuse is written beside the claim, not after it: one round
+      // trip less on a shared backend's miss. Unneeded (another replica's call answers), it ends
+      // with the request's ledger row, charged nothing, like any reservation.
+      early = deps.fetcher.herd && round === 0 && !deps.accounting.budgeted(miss.key) ? reserveNow(deps, miss, miss.now) : null;
       // 9. One call across replicas too: another replica's call of it may answer this one.
       const herd = deps.fetcher.herd ? await deps.fetcher.herd.lead(herdMiss(miss, freshness)) : null;
       if (herd?.kind === 'answered') {
         const shared = sharedFromCache(herd.entry);
         void lead.run(() => Promise.resolve(shared));
+        // Written before the ledger row that ends it: a reservation left behind would be charged as abandoned.
+        await settled(early);
         return answerFetched(deps, miss, shared, false, trace);
       }
       held = herd;
       // After a release or another replica's call the request has waited: its reservation is dated now, not when it arrived.
-      const at = round === 0 && !held?.waited ? miss.now : deps.clock.now();
-      const r = deps.accounting.reserve(requestId, miss.key, miss.def.name, at, miss.req.identity);
+      const r = early ?? reserveNow(deps, miss, round === 0 && !held?.waited ? miss.now : deps.clock.now());
       refused = isPromise(r) ? await r : r;
     } catch (err) {
       lead.release({ refusal: failure('INTERNAL_ERROR'), keyId: miss.key.id });
+      await settled(early);
       await held?.end();
       throw err;
     }
@@ -143,6 +150,18 @@ function settleWhenAnswered(settleNow: SettleNow, trace: LookupTrace): (o: Upstr
     trace.creditsSaved = 0;
     settleNow({ status: 200, code: null, credits: trace.creditsUsed, unsettled: false });
   };
+}
+
+function reserveNow(deps: LookupDeps, miss: Miss, at: number): MaybePromise<Failure | null> {
+  const r = deps.accounting.reserve(miss.requestId, miss.key, miss.def.name, at, miss.req.identity);
+  // Awaited below; marked handled for the moment it runs beside the claim.
+  if (isPromise(r)) r.catch(() => {});
+  return r;
+}
+
+/** Once a reservation started ahead has been written or refused, whichever. */
+async function settled(r: MaybePromise<Failure | null> | null): Promise<void> {
+  if (r && isPromise(r)) await r.catch(() => null);
 }
 
 function herdMiss(miss: Miss, freshness: Freshness): HerdMiss {

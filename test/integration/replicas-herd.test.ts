@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { profile, startCluster, type Cluster, type Reply } from '../helpers/replica-processes.js';
 
@@ -19,18 +20,36 @@ beforeAll(async () => {
 afterAll(() => c?.close(), 30_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The key's ledger credits, and the reservations left open, read in PostgreSQL. */
+async function booksOf(keyId: string): Promise<{ credits: number; unsettled: number; reservations: number }> {
+  const client = new pg.Client({ connectionString: c.databaseUrl });
+  await client.connect();
+  try {
+    const l = await client.query('SELECT COALESCE(SUM(credits), 0)::int AS c, COUNT(*) FILTER (WHERE unsettled)::int AS u FROM ledger WHERE key_id = $1', [keyId]);
+    const r = await client.query('SELECT COUNT(*)::int AS n FROM reservations WHERE key_id = $1', [keyId]);
+    return { credits: l.rows[0].c, unsettled: l.rows[0].u, reservations: r.rows[0].n };
+  } finally {
+    await client.end();
+  }
+}
 const dataOf = (r: Reply) => JSON.stringify(r.json?.data);
 
 describe('one herd call across replicas', () => {
   it('30 concurrent identical misses spread over three replicas make one provider call, and all get its answer', async () => {
-    const { secret } = await c.newKey();
+    const { id, secret } = await c.newKey();
     const before = c.sim.callCount();
     const replies = await Promise.all(Array.from({ length: 30 }, (_, i) => c.get(i, profile('herd-one'), secret)));
     expect(replies.map((r) => r.status)).toEqual(Array(30).fill(200));
     expect(c.sim.callCount() - before).toBe(1);
     expect(new Set(replies.map(dataOf)).size).toBe(1);
     // One paid for it; every other answer, on any replica, was collapsed onto that call.
-    expect(replies.filter((r) => r.json.meta.credits_used > 0)).toHaveLength(1);
+    const paid = replies.filter((r) => r.json.meta.credits_used > 0);
+    expect(paid).toHaveLength(1);
+    // Each replica's leader reserved (without a budget, beside its claim); those another
+    // replica's call answered ended their reservations with rows charged nothing. Nothing is
+    // left open for a recovery to charge as abandoned: the ledger holds the one call's charge.
+    expect(await booksOf(id)).toEqual({ credits: paid[0]!.json.meta.credits_used, unsettled: 0, reservations: 0 });
   }, 30_000);
 
   it('the leading replica killed mid-call: another takes over after a bounded wait, and every caller is answered', async () => {
