@@ -218,8 +218,9 @@ describe('every command', () => {
       await Promise.all(subs.map((s) => walk([...path, s])));
     };
     await walk([]);
-    expect([...leaves.keys()].sort()).toEqual(
-      ['cache purge', 'cache stats', 'completion', 'demo', 'keys create', 'keys list', 'keys revoke', 'keys rotate', 'keys show', 'keys update', 'migrate', 'migrate-data', 'serve', 'simulator', 'usage', 'version'].sort(),
+    // At least these; a command added later is held to the same rules below without editing a list.
+    expect([...leaves.keys()]).toEqual(
+      expect.arrayContaining(['cache purge', 'cache stats', 'completion', 'demo', 'keys create', 'keys list', 'keys revoke', 'keys rotate', 'keys show', 'keys update', 'migrate', 'migrate-data', 'serve', 'simulator', 'usage', 'version']),
     );
     // serve prints JSON log lines already; completion prints a shell script.
     for (const [leaf, help] of leaves) if (leaf !== 'serve' && leaf !== 'completion') expect(help, leaf).toMatch(/^ {2}--json /m);
