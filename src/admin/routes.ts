@@ -9,6 +9,7 @@ import { purgeFilter } from '../domain/purge-filter.js';
 import type { StorageBackend } from '../store/backend.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { usageGroup, usageWindow } from './usage.js';
+import { cacheStatsView } from './cache.js';
 import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { sendFailure as sendAnswerFailure } from '../http/fastify-reply.js';
@@ -149,7 +150,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
 
       admin.get('/budget', async (_request, reply) => send(reply, 200, { provider: budgetsView(await deps.accounting.providerStates(now())) }));
 
-      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, await cache.readStats()));
+      admin.get('/cache/stats', async (_request, reply) => send(reply, 200, cacheStatsView(await cache.readStats())));
 
       admin.post('/cache/purge', async (request, reply) => {
         const b = bodyOf(request, new Set(['url', 'id', 'endpoint', 'all']));

@@ -1,12 +1,29 @@
 import { dirname } from 'node:path';
+import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config.js';
-import { StorageMissing } from '../domain/startup-error.js';
+import { StartupError, StorageMissing } from '../domain/startup-error.js';
 import { openBackend, openStorage, usesSharedStorage } from '../store/open.js';
 import type { StorageBackend, StoragePart } from '../store/backend.js';
+import { CliError } from './exit.js';
 
-/** A user mistake on the command line: printed without a stack trace, exit code 2. */
-export class CliError extends Error {
-  override name = 'CliError';
+export { CliError } from './exit.js';
+
+/**
+ * `--json` output: one JSON value on stdout, keys in snake_case like the admin API's bodies
+ * (README "Command line"); human text goes to stdout only without it.
+ */
+export function printJson(value: unknown): void {
+  console.log(JSON.stringify(value, null, 2));
+}
+
+/** The `--json` option every command that prints something has. */
+export function jsonOption(cmd: Command, what = 'print JSON instead of text'): Command {
+  return cmd.option('--json', what);
+}
+
+/** Examples after a command's --help: what each does, then the command to copy. */
+export function examples(cmd: Command, lines: ReadonlyArray<readonly [what: string, command: string]>): Command {
+  return cmd.addHelpText('after', `\nExamples:\n${lines.map(([what, c]) => `  # ${what}\n  $ ${c}`).join('\n')}`);
 }
 
 export interface GlobalOpts {
@@ -89,6 +106,7 @@ async function openShared(config: Readonly<Config>): Promise<StorageBackend> {
   try {
     return await openStorage(config, { role: 'cli' });
   } catch (err) {
-    throw new CliError(`cannot open shared storage (${(err as Error).message}); check TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL`);
+    // Not the command line's fault: the same command may work once the databases answer (exit 1).
+    throw new StartupError(`cannot open shared storage (${(err as Error).message}); check TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL`);
   }
 }

@@ -3,7 +3,7 @@ import { STRATEGIES } from '../domain/endpoints.js';
 import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/ports.js';
-import { CliError, configFrom, withStorage, type GlobalOpts } from './common.js';
+import { CliError, configFrom, examples, jsonOption, printJson, withStorage, type GlobalOpts } from './common.js';
 
 const FLAG: Record<string, string> = {
   name: '--name',
@@ -59,7 +59,13 @@ function inputOf(o: KeyOpts): KeyInput {
 }
 
 function print(v: ReturnType<typeof keyView>, json: boolean | undefined): void {
-  console.log(json ? JSON.stringify(v, null, 2) : Object.entries(v).map(([f, x]) => `${f}: ${x ?? '-'}`).join('\n'));
+  if (json) printJson(v);
+  else console.log(Object.entries(v).map(([f, x]) => `${f}: ${x ?? '-'}`).join('\n'));
+}
+
+/** A new secret as `--json` prints it: the admin API's `{id, key, api_key}`, `key` shown only here. */
+function printSecret(k: Parameters<typeof keyView>[0], secret: string): void {
+  printJson({ id: k.id, key: secret, api_key: keyView(k, Date.now()) });
 }
 
 /** The options create and update share; update's values may also say none/all/never. */
@@ -72,73 +78,94 @@ function limitOptions(cmd: Command, update: boolean): Command {
     .option('--endpoints <list>', `allowed endpoints (${SCOPE_ENDPOINTS.join(',')})${clear('all')}`)
     .option('--strategies <list>', `allowed strategies (${STRATEGIES.join(',')})${clear('all')}`)
     .option('--expires <iso>', `expiry time, ISO 8601${clear('never')}`)
-    .option('--isolated', 'own cache entries: the key neither reads nor feeds the shared cache')
-    .option('--json', 'print JSON');
+    .option('--isolated', 'own cache entries: the key neither reads nor feeds the shared cache');
 }
+
+const KEY_JSON = 'print the key as JSON (as the admin API)';
+const SECRET_JSON = 'print {id, key, api_key} as JSON (as the admin API); key is the secret';
 
 export function registerKeys(program: Command): void {
   const keys = program.command('keys').description('manage client API keys (stored hashed in <data-dir>/tollgate.db)');
+  examples(keys, [
+    ['a key for the growth team, its limits from keys.defaults', 'tollgate keys create --name growth'],
+    ['every key of the server in ./data, never their secrets', 'tollgate keys list --data-dir ./data'],
+  ]);
 
-  limitOptions(keys.command('create').description('create a key; its secret is printed once and never again').requiredOption('--name <name>', 'a human name, e.g. the team'), false).action(
-    async function (this: Command, o: KeyOpts) {
-      const { key, secret } = await withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o)), 'create');
-      if (o.json) console.log(JSON.stringify({ id: key.id, key: secret }));
-      else console.log(`Created ${key.id} (${key.name}).\nSecret (shown once, store it now):\n  ${secret}`);
-    },
+  const create = limitOptions(keys.command('create').description('create a key; its secret is printed once and never again').requiredOption('--name <name>', 'a human name, e.g. the team'), false);
+  jsonOption(create, SECRET_JSON);
+  examples(create, [
+    ['600 requests a minute, 5000 credits a month', 'tollgate keys create --name growth --rate 600/minute --credits 5000/month'],
+    ['only company lookups, until the end of January', 'tollgate keys create --name crm-sync --endpoints company,company_posts --expires 2027-01-31T00:00:00Z'],
+    ['the secret alone, for a script', 'tollgate keys create --name ci --json | jq -r .key'],
+  ]).action(async function (this: Command, o: KeyOpts) {
+    const { key, secret } = await withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o)), 'create');
+    if (o.json) printSecret(key, secret);
+    else console.log(`Created ${key.id} (${key.name}).\nSecret (shown once, store it now):\n  ${secret}`);
+  });
+
+  const list = keys.command('list').description('list keys (never their secrets)');
+  jsonOption(list, 'print an array of keys as JSON');
+  examples(list, [
+    ['one line per key: id, prefix, state, name, limits', 'tollgate keys list'],
+    ['the ids of the revoked keys', `tollgate keys list --json | jq -r '.[] | select(.state == "revoked") | .id'`],
+  ]).action(async function (this: Command, o: { json?: boolean }) {
+    const now = Date.now();
+    const all = (await withStore(this, (s) => s.list())).map((k) => keyView(k, now));
+    if (o.json) return printJson(all);
+    if (all.length === 0) return console.log('No keys yet: create one with `tollgate keys create --name <team>`.');
+    for (const k of all) {
+      const limits = [k.rate, k.credits && `credits ${k.credits}`].filter(Boolean).join('; ');
+      console.log(`${k.id}  ${k.prefix}…  ${k.state.padEnd(7)}  ${k.name}${k.owner ? ` (${k.owner})` : ''}${limits ? `  [${limits}]` : ''}`);
+    }
+  });
+
+  const show = keys.command('show <id>').description('show one key');
+  jsonOption(show, KEY_JSON);
+  examples(show, [['one key, field by field', 'tollgate keys show key_0123456789abcdef01234567']]).action(async function (this: Command, id: string, o: { json?: boolean }) {
+    const k = await withStore(this, (s) => s.get(id));
+    if (!k) throw new CliError(`no key with id ${id}`, 'NOT_FOUND');
+    print(keyView(k, Date.now()), o.json);
+  });
+
+  const update = limitOptions(keys.command('update <id>').description('change a key; a running server applies it on the next request').option('--name <name>', 'new name'), true).option(
+    '--no-isolated',
+    'share the cache again',
   );
+  jsonOption(update, KEY_JSON);
+  examples(update, [
+    ['raise the monthly budget, keep the rest', 'tollgate keys update key_0123456789abcdef01234567 --credits 20000/month'],
+    ['lift the rate limit and the expiry', 'tollgate keys update key_0123456789abcdef01234567 --rate none --expires never'],
+  ]).action(async function (this: Command, id: string, o: KeyOpts) {
+    const k = await withStore(this, (s) => updateKey(s, id, inputOf(o)));
+    if (!k) throw new CliError(`no key with id ${id}`, 'NOT_FOUND');
+    print(keyView(k, Date.now()), o.json);
+  });
 
-  keys
-    .command('list')
-    .description('list keys (never their secrets)')
-    .option('--json', 'print JSON')
-    .action(async function (this: Command, o: { json?: boolean }) {
-      const now = Date.now();
-      const all = (await withStore(this, (s) => s.list())).map((k) => keyView(k, now));
-      if (o.json) return console.log(JSON.stringify(all, null, 2));
-      if (all.length === 0) return console.log('No keys yet: create one with `tollgate keys create --name <team>`.');
-      for (const k of all) {
-        const limits = [k.rate, k.credits && `credits ${k.credits}`].filter(Boolean).join('; ');
-        console.log(`${k.id}  ${k.prefix}…  ${k.state.padEnd(7)}  ${k.name}${k.owner ? ` (${k.owner})` : ''}${limits ? `  [${limits}]` : ''}`);
-      }
-    });
-
-  keys
-    .command('show <id>')
-    .description('show one key')
-    .option('--json', 'print JSON')
-    .action(async function (this: Command, id: string, o: { json?: boolean }) {
-      const k = await withStore(this, (s) => s.get(id));
-      if (!k) throw new CliError(`no key with id ${id}`);
-      print(keyView(k, Date.now()), o.json);
-    });
-
-  limitOptions(keys.command('update <id>').description('change a key; a running server applies it on the next request').option('--name <name>', 'new name'), true)
-    .option('--no-isolated', 'share the cache again')
-    .action(async function (this: Command, id: string, o: KeyOpts) {
-      const k = await withStore(this, (s) => updateKey(s, id, inputOf(o)));
-      if (!k) throw new CliError(`no key with id ${id}`);
-      print(keyView(k, Date.now()), o.json);
-    });
-
-  keys
+  const rotate = keys
     .command('rotate <id>')
     .description('give a key a new secret (same id, limits and usage); printed once')
-    .option('--overlap <duration>', 'how long the old secret keeps working, e.g. 24h (default 0: it stops at once)')
-    .option('--json', 'print {"id","key"} as JSON')
-    .action(async function (this: Command, id: string, o: { overlap?: string; json?: boolean }) {
-      const r = await withStore(this, (s) => rotateKey(s, id, o.overlap));
-      if (!r.ok) throw new CliError(r.reason === 'not_found' ? `no key with id ${id}` : `${id} is revoked; create a new key instead`);
-      if (o.json) return console.log(JSON.stringify({ id: r.key.id, key: r.secret }));
-      const until = r.key.previousExpiresAt !== null && r.key.previousExpiresAt > Date.now() ? `until ${new Date(r.key.previousExpiresAt).toISOString()}` : 'no longer';
-      console.log(`Rotated ${id}; the old secret works ${until}.\nNew secret (shown once, store it now):\n  ${r.secret}`);
-    });
+    .option('--overlap <duration>', 'how long the old secret keeps working, e.g. 24h (default 0: it stops at once)');
+  jsonOption(rotate, SECRET_JSON);
+  examples(rotate, [
+    ['a new secret; the old one stops at once', 'tollgate keys rotate key_0123456789abcdef01234567'],
+    ['the old secret keeps working for a day, while clients switch', 'tollgate keys rotate key_0123456789abcdef01234567 --overlap 24h'],
+  ]).action(async function (this: Command, id: string, o: { overlap?: string; json?: boolean }) {
+    const r = await withStore(this, (s) => rotateKey(s, id, o.overlap));
+    if (!r.ok) throw r.reason === 'not_found' ? new CliError(`no key with id ${id}`, 'NOT_FOUND') : new CliError(`${id} is revoked; create a new key instead`, 'CONFLICT');
+    if (o.json) return printSecret(r.key, r.secret);
+    const until = r.key.previousExpiresAt !== null && r.key.previousExpiresAt > Date.now() ? `until ${new Date(r.key.previousExpiresAt).toISOString()}` : 'no longer';
+    console.log(`Rotated ${id}; the old secret works ${until}.\nNew secret (shown once, store it now):\n  ${r.secret}`);
+  });
 
-  keys
-    .command('revoke <id>')
-    .description('revoke a key; a running server refuses it on the next request')
-    .action(async function (this: Command, id: string) {
-      const done = await withStore(this, async (s) => ((await s.get(id)) ? s.revoke(id) : null));
-      if (done === null) throw new CliError(`no key with id ${id}`);
-      console.log(done ? `Revoked ${id}.` : `${id} was already revoked.`);
-    });
+  const revoke = keys.command('revoke <id>').description('revoke a key; a running server refuses it on the next request');
+  jsonOption(revoke, 'print the revoked key as JSON (as POST /admin/keys/:id/revoke)');
+  examples(revoke, [['refuse a key from its next request on', 'tollgate keys revoke key_0123456789abcdef01234567']]).action(
+    async function (this: Command, id: string, o: { json?: boolean }) {
+      // Revoking a revoked key succeeds and changes nothing, as in the admin API.
+      const after = await withStore(this, async (s) => ((await s.get(id)) ? { done: await s.revoke(id), key: await s.get(id) } : null));
+      if (after === null || !after.key) throw new CliError(`no key with id ${id}`, 'NOT_FOUND');
+      if (o.json) return printJson(keyView(after.key, Date.now()));
+      console.log(after.done ? `Revoked ${id}.` : `${id} was already revoked.`);
+    },
+  );
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { Config } from '../config.js';
 import { StorageMissing } from '../domain/startup-error.js';
 import { migrateEmbeddedData, migrateSharedSchema, type CopyReport } from '../store/open.js';
-import { CliError, configFrom, type GlobalOpts } from './common.js';
+import { CliError, configFrom, examples, jsonOption, printJson, type GlobalOpts } from './common.js';
 
 /** Both commands work on the shared backend of the configuration; without one there is nothing to do. */
 function sharedConfig(cmd: Command): Readonly<Config> {
@@ -29,6 +29,23 @@ function printReport(r: CopyReport): void {
   console.log(lines.join('\n'));
 }
 
+/** The report as `--json` prints it: snake_case keys, like every JSON Tollgate prints. */
+export function copyReportView(r: CopyReport) {
+  const p = r.prunedDays;
+  return {
+    from: r.from,
+    to: r.to,
+    schema: r.schema,
+    keys: r.keys,
+    credit_usage_rows: r.creditUsageRows,
+    ledger_rows: r.ledgerRows,
+    pruned_days: { days: p.days, totals_rows: p.totalsRows, requests: p.requests, credits: p.credits, raw_from: p.rawFrom },
+    reservations_charged: r.reservationsCharged,
+    cache: r.cache,
+    not_copied: { rate_windows: r.notCopied.rateWindows },
+  };
+}
+
 /** The daily totals of days pruned past the retention, copied as such. */
 function prunedDays(r: CopyReport): string {
   const p = r.prunedDays;
@@ -50,29 +67,35 @@ One transaction: a failure copies nothing. Refused when the database already hol
 usage, reservations or ledger rows. Not copied, and counted in the output: rate-limit windows.`;
 
 export function registerMigrate(program: Command): void {
-  program
+  const migrate = program
     .command('migrate')
-    .description("apply the shared backend's PostgreSQL schema migrations (storage.databaseUrl); safe to repeat and beside running replicas")
-    .action(async function (this: Command) {
-      const r = await migrateSharedSchema(sharedConfig(this));
-      console.log(`PostgreSQL schema of ${r.location}: version ${r.from} → ${r.to}${r.from === r.to ? ' (already up to date)' : ''}`);
-    });
+    .description("apply the shared backend's PostgreSQL schema migrations (storage.databaseUrl); safe to repeat and beside running replicas");
+  jsonOption(migrate, 'print {database, schema: {from, to}} as JSON');
+  examples(migrate, [
+    ['a deploy step before the new replicas start', 'TOLLGATE_DATABASE_URL=postgres://tollgate@db:5432/tollgate TOLLGATE_REDIS_URL=redis://redis:6379 tollgate migrate'],
+  ]).action(async function (this: Command, o: { json?: boolean }) {
+    const r = await migrateSharedSchema(sharedConfig(this));
+    if (o.json) return printJson({ database: r.location, schema: { from: r.from, to: r.to } });
+    console.log(`PostgreSQL schema of ${r.location}: version ${r.from} → ${r.to}${r.from === r.to ? ' (already up to date)' : ''}`);
+  });
 
-  program
+  const migrateData = program
     .command('migrate-data')
     .description('copy an embedded installation (a data directory) into the configured PostgreSQL, in one transaction; stop its server first')
     .requiredOption('--from <dir>', 'the data directory of the embedded installation (holding tollgate.db)')
-    .option('--cache', 'copy the response cache (cache.db) too; its answers must come from upstream.url')
-    .option('--json', 'print what was copied as JSON')
-    .addHelpText('after', MIGRATE_DATA_HELP)
-    .action(async function (this: Command, o: { from: string; cache?: boolean; json?: boolean }) {
-      const config = sharedConfig(this);
-      const report = await migrateEmbeddedData(config, { from: o.from, cache: o.cache === true }).catch((err: unknown) => {
-        if (!(err instanceof StorageMissing)) throw err;
-        const hint = err.part === 'main' ? '--from must be the data directory of an embedded installation' : 'there is no cache to copy: drop --cache';
-        throw new CliError(`migrate-data: no ${err.storage} at ${err.location}; ${hint}`);
-      });
-      if (o.json) console.log(JSON.stringify(report, null, 2));
-      else printReport(report);
+    .option('--cache', 'copy the response cache (cache.db) too; its answers must come from upstream.url');
+  jsonOption(migrateData, 'print what was copied as JSON');
+  migrateData.addHelpText('after', MIGRATE_DATA_HELP);
+  examples(migrateData, [
+    ['keys, credit usage and the ledger, without the cache', 'tollgate migrate-data --from ./data'],
+  ]).action(async function (this: Command, o: { from: string; cache?: boolean; json?: boolean }) {
+    const config = sharedConfig(this);
+    const report = await migrateEmbeddedData(config, { from: o.from, cache: o.cache === true }).catch((err: unknown) => {
+      if (!(err instanceof StorageMissing)) throw err;
+      const hint = err.part === 'main' ? '--from must be the data directory of an embedded installation' : 'there is no cache to copy: drop --cache';
+      throw new CliError(`migrate-data: no ${err.storage} at ${err.location}; ${hint}`);
     });
+    if (o.json) printJson(copyReportView(report));
+    else printReport(report);
+  });
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createApp, openApp } from '../app.js';
 import { closeOnSignals } from '../obs/lifecycle.js';
 import { startSimulator } from '../simulator/index.js';
-import { CliError, configFrom, portNumber, type GlobalOpts } from './common.js';
+import { CliError, configFrom, examples, jsonOption, portNumber, printJson, type GlobalOpts } from './common.js';
 
 interface ServeOpts extends GlobalOpts {
   port?: string;
@@ -15,13 +15,16 @@ interface ServeOpts extends GlobalOpts {
 }
 
 export function registerRun(program: Command): void {
-  program
+  const serve = program
     .command('serve')
-    .description('run the gateway')
+    .description('run the gateway (logs JSON lines on stdout)')
     .option('-p, --port <port>', 'listen port (default: $TOLLGATE_PORT or 8080)')
     .option('--host <host>', 'listen address (default: $TOLLGATE_HOST or 0.0.0.0)')
-    .option('--upstream-url <url>', 'provider base URL, without /v1 (default: $TOLLGATE_UPSTREAM_URL)')
-    .action(async function (this: Command) {
+    .option('--upstream-url <url>', 'provider base URL, without /v1 (default: $TOLLGATE_UPSTREAM_URL)');
+  examples(serve, [
+    ['the real provider, its key from the environment', 'TOLLGATE_UPSTREAM_URL=https://api.example.com TOLLGATE_UPSTREAM_API_KEY=… tollgate serve'],
+    ['a config file, on port 9000', 'tollgate serve --config /etc/tollgate/tollgate.yaml --port 9000'],
+  ]).action(async function (this: Command) {
       const config = configFrom(this.optsWithGlobals<ServeOpts>());
       const app = await openApp(config);
       const url = await app.listen();
@@ -29,28 +32,38 @@ export function registerRun(program: Command): void {
       closeOnSignals(app);
     });
 
-  program
+  const simulator = program
     .command('simulator')
     .description('run the built-in provider simulator (a stand-in for the real provider)')
     .option('-p, --port <port>', 'listen port', '8090')
     .option('--host <host>', 'listen address', '127.0.0.1')
     .option('--api-key <key>', 'the provider key it accepts', 'sim_provider_key')
-    .option('--latency <ms>', 'added latency per answer', '0')
-    .action(async (o: { port: string; host: string; apiKey: string; latency: string }) => {
+    .option('--latency <ms>', 'added latency per answer', '0');
+  jsonOption(simulator, 'print {url, api_key, stats_url} as one JSON line once listening');
+  examples(simulator, [
+    ['a provider for a gateway on this machine', 'tollgate simulator --port 8090 --api-key sim_provider_key'],
+    ['its address for a script (port 0: any free port)', 'tollgate simulator --port 0 --json'],
+  ]).action(async (o: { port: string; host: string; apiKey: string; latency: string; json?: boolean }) => {
       const sim = await startSimulator({ port: portNumber(o.port), host: o.host, apiKey: o.apiKey, latencyMs: Number(o.latency) || 0 });
-      console.log(`Provider simulator on ${sim.url} (key: ${o.apiKey}); control plane at ${sim.url}/__sim/stats`);
+      // One line, not indented: a script reads it while the process keeps running.
+      if (o.json) console.log(JSON.stringify({ url: sim.url, api_key: o.apiKey, stats_url: `${sim.url}/__sim/stats` }));
+      else console.log(`Provider simulator on ${sim.url} (key: ${o.apiKey}); control plane at ${sim.url}/__sim/stats`);
       const stop = () => void sim.close().then(() => process.exit(0));
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
     });
 
-  program
+  const demo = program
     .command('demo')
     .description('the simulator and a gateway on a temporary data directory (removed when it stops), a demo key, curl commands')
     .option('-p, --port <port>', 'gateway port (default: $TOLLGATE_PORT or 8080)')
-    .option('--host <host>', 'listen address (default: 127.0.0.1; $TOLLGATE_HOST is not used)')
-    .action(async function (this: Command) {
-      const opts = this.optsWithGlobals<ServeOpts>();
+    .option('--host <host>', 'listen address (default: 127.0.0.1; $TOLLGATE_HOST is not used)');
+  jsonOption(demo, 'print {gateway_url, provider_url, data_dir, key} as one JSON line once listening');
+  examples(demo, [
+    ['try Tollgate: it prints curl commands to paste', 'tollgate demo'],
+    ['the gateway on another port, reachable from other machines', 'tollgate demo --port 9000 --host 0.0.0.0'],
+  ]).action(async function (this: Command) {
+      const opts = this.optsWithGlobals<ServeOpts & { json?: boolean }>();
       if (opts.dataDir !== undefined) {
         throw new CliError('demo runs on a temporary data directory of its own, removed when it stops; --data-dir is for serve and the other commands');
       }
@@ -70,6 +83,10 @@ export function registerRun(program: Command): void {
       const port = typeof addr === 'object' && addr ? addr.port : config.server.port;
       const reach = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
       const gw = `http://${reach}:${port}`;
+      if (opts.json) {
+        console.log(JSON.stringify({ gateway_url: gw, provider_url: sim.url, data_dir: dataDir, key: secret }));
+        return closeOnSignals(app, () => sim.close());
+      }
       const auth = `-H "Authorization: Bearer ${secret}"`;
       console.log(
         [

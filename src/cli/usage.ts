@@ -1,6 +1,6 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { usageGroup, usageWindow } from '../admin/usage.js';
-import { CliError, configFrom, withStorage, type GlobalOpts } from './common.js';
+import { CliError, configFrom, examples, jsonOption, printJson, withStorage, type GlobalOpts } from './common.js';
 import { UsageRangePruned, type UsageGroup, type UsageRow } from '../domain/ledger.js';
 
 function table(rows: UsageRow[], by: UsageGroup): string {
@@ -23,25 +23,29 @@ function table(rows: UsageRow[], by: UsageGroup): string {
 }
 
 export function registerUsage(program: Command): void {
-  program
+  const usage = program
     .command('usage')
     .description('requests, cache hits and credits from the ledger (default: this UTC month, per key)')
     .option('--from <iso>', 'start (inclusive), ISO 8601 date or time; default: start of this UTC month')
     .option('--to <iso>', 'end (exclusive; a date-only value includes that day); default: now')
-    .option('--by <group>', 'key, day or endpoint', 'key')
-    .option('--json', 'print an array of {id, name, requests, cache_hits, credits, credits_saved, unsettled_credits}')
-    .action(async function (this: Command, o: { from?: string; to?: string; by?: string; json?: boolean }) {
-      const by = usageGroup(o.by);
-      if (!by) throw new CliError(`--by: expected key, day or endpoint, got '${o.by}'`);
-      const w = usageWindow(o.from, o.to, Date.now());
-      if (typeof w === 'string') throw new CliError(`--${w}`);
-      const rows = await withStorage(configFrom(this.optsWithGlobals<GlobalOpts>()), 'main', 'read', (storage) =>
-        storage.ledger.report(w.from, w.to, by).catch((err: unknown) => {
-          throw err instanceof UsageRangePruned ? new CliError(`--${err.message}`) : err;
-        }),
-      );
-      if (o.json) return console.log(JSON.stringify(rows, null, 2));
-      console.log(`Usage ${new Date(w.from).toISOString()} … ${new Date(w.to).toISOString()}`);
-      console.log(rows.length === 0 ? 'No requests in this window.' : table(rows, by));
-    });
+    .addOption(new Option('--by <group>', 'one line per key, day or endpoint').choices(['key', 'day', 'endpoint']).default('key'));
+  jsonOption(usage, 'print an array of {id, name, requests, cache_hits, credits, credits_saved, unsettled_credits}');
+  examples(usage, [
+    ['this UTC month so far, one line per key', 'tollgate usage'],
+    ['January, one line per day', 'tollgate usage --from 2026-01-01 --to 2026-01-31 --by day'],
+    ['credits spent per endpoint this month, for a script', 'tollgate usage --by endpoint --json'],
+  ]).action(async function (this: Command, o: { from?: string; to?: string; by?: string; json?: boolean }) {
+    const by = usageGroup(o.by);
+    if (!by) throw new CliError(`--by: expected key, day or endpoint, got '${o.by}'`);
+    const w = usageWindow(o.from, o.to, Date.now());
+    if (typeof w === 'string') throw new CliError(`--${w}`);
+    const rows = await withStorage(configFrom(this.optsWithGlobals<GlobalOpts>()), 'main', 'read', (storage) =>
+      storage.ledger.report(w.from, w.to, by).catch((err: unknown) => {
+        throw err instanceof UsageRangePruned ? new CliError(`--${err.message}`) : err;
+      }),
+    );
+    if (o.json) return printJson(rows);
+    console.log(`Usage ${new Date(w.from).toISOString()} … ${new Date(w.to).toISOString()}`);
+    console.log(rows.length === 0 ? 'No requests in this window.' : table(rows, by));
+  });
 }

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
+import { nonSnakeKeys } from '../helpers/json-case.js';
 import { startStack, type Reply, type Stack } from '../helpers/stack.js';
 
 const TOKEN = 'admin-token-for-tests-0123456789';
@@ -15,7 +16,11 @@ afterAll(async () => s.close());
 function admin(method: string, path: string, body?: unknown, token: string | null = TOKEN): Promise<Reply> {
   const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
-  return s.get('/admin' + path, { key: null, method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return s.get('/admin' + path, { key: null, method, headers, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) => {
+    // Every admin answer, success or error, names its fields in snake_case (README "Command line").
+    expect(nonSnakeKeys(r.json), `${method} ${path}`).toEqual([]);
+    return r;
+  });
 }
 
 describe('admin authentication', () => {
@@ -186,6 +191,8 @@ describe('usage, budget and cache over the admin API', () => {
     await s.get('/v1/company?' + 'url=' + encodeURIComponent('https://www.linkedin.com/company/acme-admin'));
     const stats = await admin('GET', '/cache/stats');
     expect(stats.json.entries).toBeGreaterThan(0);
+    expect(Object.keys(stats.json)).toEqual(['entries', 'bytes', 'hits', 'misses', 'hit_ratio', 'by_endpoint']);
+    expect(stats.json.by_endpoint.company.entries).toBeGreaterThan(0);
     const p = await admin('POST', '/cache/purge', { url: 'linkedin.com/company/ACME-admin/' });
     expect(p.json).toEqual({ purged: 1 });
     expect((await admin('POST', '/cache/purge', { url: 'https://example.com/x' })).json.error.code).toBe('INVALID_PARAMETER');

@@ -75,8 +75,8 @@ describe('the cache on disk', () => {
     await s.get('/v1/company?org_id=42');
     s.app.cache.flush();
     const stats = JSON.parse((await runCli(['cache', 'stats', '--json', '--data-dir', s.dataDir])).stdout);
-    expect(stats).toMatchObject({ entries: 3, hits: 1, misses: 3, hitRatio: 0.25 });
-    expect(stats.byEndpoint.profile.entries).toBe(1);
+    expect(stats).toMatchObject({ entries: 3, hits: 1, misses: 3, hit_ratio: 0.25 });
+    expect(stats.by_endpoint.profile.entries).toBe(1);
 
     const purged = await runCli(['cache', 'purge', '--url', 'linkedin.com/in/Jane-Doe/', '--data-dir', s.dataDir]);
     expect(purged.stdout).toContain('Purged 2 entries');

@@ -49,6 +49,9 @@ describe('tollgate migrate', () => {
     const second = await runCli(['migrate'], env);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(new RegExp(`version ${latest} → ${latest} \\(already up to date\\)`));
+    const json = await runCli(['migrate', '--json'], env);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ database: expect.stringMatching(/^postgres:\/\/postgres@127\.0\.0\.1:5432\//), schema: { from: latest, to: latest } });
     expect(await query('SELECT version FROM tollgate_schema')).toEqual([{ version: latest }]);
   });
 
@@ -103,7 +106,7 @@ describe('tollgate migrate-data refuses', () => {
 
     const ok = await runCli(['migrate-data', '--from', stack.dataDir, '--cache', '--json'], withUpstream);
     expect(ok.code, ok.stderr).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({ keys: 1, ledgerRows: 1, cache: { entries: 1 } });
+    expect(JSON.parse(ok.stdout)).toMatchObject({ keys: 1, ledger_rows: 1, cache: { entries: 1 } });
     expect(await query('SELECT count(*)::int AS n FROM cache_entries')).toEqual([{ n: 1 }]);
   });
 });

@@ -10,6 +10,7 @@ import { PgLedger } from '../../src/store/postgres/ledger.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { DAY_MS } from '../../src/store/sqlite/ledger-rows.js';
 import { runCli } from '../helpers/cli.js';
+import { nonSnakeKeys } from '../helpers/json-case.js';
 import { buildInstallation, type EmbeddedInstallation } from '../helpers/embedded-installation.js';
 import { freshDatabase } from '../helpers/postgres.js';
 
@@ -57,6 +58,7 @@ describe('tollgate migrate-data', () => {
     const run = await migrateData(env, '--cache', '--json');
     expect(run.code, run.stderr).toBe(0);
     const report = JSON.parse(run.stdout);
+    expect(nonSnakeKeys(report)).toEqual([]);
     const expected = inst.expected();
     const clock = new FakeClock(inst.now);
 
@@ -69,7 +71,7 @@ describe('tollgate migrate-data', () => {
 
     // Budgets continue where they were, the abandoned call charged at its estimate.
     const credits = new PgCredits(pool, 'migrate-data-test');
-    expect(report.reservationsCharged).toEqual({ requests: 1, credits: inst.abandoned.estimate });
+    expect(report.reservations_charged).toEqual({ requests: 1, credits: inst.abandoned.estimate });
     for (const scope of [...inst.keyIds, PROVIDER_SCOPE]) {
       for (const period of PERIODS) expect(await credits.used(scope, period, inst.now), `${scope} ${period}`).toBe(expected.credits.used(scope, period, inst.now));
     }
@@ -79,18 +81,18 @@ describe('tollgate migrate-data', () => {
     // the mark of the first day held raw: every usage report answers (or is refused) as in SQLite.
     const ledger = new PgLedger(pool, credits);
     const rawRows = (await pool.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n;
-    expect(report.ledgerRows).toBe(rawRows - 1);
+    expect(report.ledger_rows).toBe(rawRows - 1);
     const unsettled = (await pool.query('SELECT status, credits, unsettled FROM ledger WHERE request_id = $1', [inst.abandoned.requestId])).rows;
     expect(unsettled).toEqual([{ status: 0, credits: String(inst.abandoned.estimate), unsettled: true }]);
     const rawFromDay = inst.rawFrom / DAY_MS;
-    expect(report.prunedDays).toMatchObject({ days: 3, rawFrom: new Date(inst.rawFrom).toISOString().slice(0, 10) });
+    expect(report.pruned_days).toMatchObject({ days: 3, raw_from: new Date(inst.rawFrom).toISOString().slice(0, 10) });
     expect((await pool.query("SELECT value::int AS v FROM ledger_meta WHERE name = 'raw_from_day'")).rows).toEqual([{ v: rawFromDay }]);
     const whole = sumRows(expected.ledger.usage(0, inst.now + DAY_MS, 'key'));
     expect(sumRows(await ledger.report(0, inst.now + DAY_MS, 'key'))).toEqual(whole);
     // The pruned days' totals copied count what their raw rows copied (written after the pass) do not.
     const rawInPruned = (await pool.query('SELECT count(*)::int AS n FROM ledger WHERE ts < $1', [inst.rawFrom])).rows[0].n;
     expect(rawInPruned).toBe(5);
-    expect(report.prunedDays.requests + rawInPruned).toBe(whole.requests - sumRows(expected.ledger.usage(inst.rawFrom, inst.now + DAY_MS, 'key')).requests);
+    expect(report.pruned_days.requests + rawInPruned).toBe(whole.requests - sumRows(expected.ledger.usage(inst.rawFrom, inst.now + DAY_MS, 'key')).requests);
     const answer = async (r: () => unknown) => {
       try {
         return { rows: await r() };
@@ -112,8 +114,8 @@ describe('tollgate migrate-data', () => {
       }
     }
     expect(refused).toBeGreaterThan(0);
-    expect(report.notCopied).toEqual({ rateWindows: expect.any(Number) });
-    expect(report.notCopied.rateWindows).toBeGreaterThan(0);
+    expect(report.not_copied).toEqual({ rate_windows: expect.any(Number) });
+    expect(report.not_copied.rate_windows).toBeGreaterThan(0);
 
     // The cache: every entry, its hits, and totals recounted.
     const cache = await PgResponseCache.open(pool);
