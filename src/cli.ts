@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from './config.js';
 import { registerCache } from './cli/cache.js';
+import { registerConfig } from './cli/config.js';
 import { registerKeys } from './cli/keys.js';
 import { registerMigrate } from './cli/migrate.js';
 import { registerRun } from './cli/run.js';
@@ -24,6 +25,7 @@ registerKeys(program);
 registerCache(program);
 registerUsage(program);
 registerMigrate(program);
+registerConfig(program);
 
 try {
   await program.parseAsync(process.argv);
