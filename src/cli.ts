@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { ConfigSchema } from './config-schema.js';
 import { registerCache } from './cli/cache.js';
 import { cliFailure, reportFailure, wantsJson } from './cli/exit.js';
+import { registerConfig } from './cli/config.js';
 import { registerKeys } from './cli/keys.js';
 import { registerMeta } from './cli/meta.js';
 import { registerMigrate } from './cli/migrate.js';
@@ -44,6 +45,7 @@ registerCache(program);
 registerUsage(program);
 registerMigrate(program);
 registerMeta(program);
+registerConfig(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -6,7 +6,10 @@ import { trustedProxies } from './domain/trusted-proxies.js';
 /**
  * The configuration's shape: every option, its default and its bounds, checked with the same
  * parsers the rest of the gateway uses. Every option is documented in
- * config/tollgate.example.yaml (a test keeps them in step). Loading and validating is config.ts's.
+ * config/tollgate.example.yaml (a test keeps them in step). Loading and validating is config.ts's;
+ * each option's environment variable is derived from this shape (config-env.ts). Options
+ * `tollgate config check` must mask carry `.meta({ sensitive: 'secret' | 'url' })` (a test
+ * holds every token, key and URL option to it).
  */
 
 const ms = z.number().int().min(1);
@@ -20,9 +23,10 @@ const UpstreamSchema = z.strictObject({
       const path = new URL(u).pathname;
       if (/\/v1\/*$/i.test(path)) ctx.addIssue({ code: 'custom', message: `must be the provider's base URL, without /v1: set it to ${u.replace(/\/v1\/*$/i, '')}` });
     })
+    .meta({ sensitive: 'url' })
     .nullable()
     .default(null),
-  apiKey: z.string().min(1).nullable().default(null),
+  apiKey: z.string().min(1).meta({ sensitive: 'secret' }).nullable().default(null),
   connectTimeoutMs: ms.default(5_000),
   headersTimeoutMs: ms.default(20_000),
   bodyTimeoutMs: ms.default(20_000),
@@ -182,9 +186,9 @@ const LimitsSchemas = {
 const StorageSchema = z
   .strictObject({
     /** PostgreSQL: keys, credits, reservations, the ledger and the shared response cache. */
-    databaseUrl: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL').nullable().default(null),
+    databaseUrl: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL').meta({ sensitive: 'url' }).nullable().default(null),
     /** Redis: rate-limit windows and the cross-replica coalescing of identical calls. */
-    redisUrl: z.string().regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL').nullable().default(null),
+    redisUrl: z.string().regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL').meta({ sensitive: 'url' }).nullable().default(null),
   })
   .superRefine((s, ctx) => {
     if (s.databaseUrl && !s.redisUrl) ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'required when storage.databaseUrl is set (or set TOLLGATE_REDIS_URL)' });
@@ -197,7 +201,7 @@ export const ConfigSchema = z.strictObject({
   storage: StorageSchema.prefault({}),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Bearer token for /admin; admin routes are disabled while it is null. */
-  adminToken: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
+  adminToken: z.string().min(16, 'must be at least 16 characters').meta({ sensitive: 'secret' }).nullable().default(null),
   network: z
     .strictObject({
       /** The network's registrable domain; URLs on other hosts are INVALID_NETWORK_URL. */
@@ -223,7 +227,7 @@ export const ConfigSchema = z.strictObject({
       /** Label credit and refusal series with key names; off for many keys or names that must not leave the host. */
       perKeyLabels: z.boolean().default(true),
       /** Bearer token GET /metrics requires; null leaves /metrics open (protect it at the network instead). */
-      token: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
+      token: z.string().min(16, 'must be at least 16 characters').meta({ sensitive: 'secret' }).nullable().default(null),
     })
     .prefault({}),
 });

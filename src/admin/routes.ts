@@ -87,10 +87,10 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         }
         // A database another process holds, or a full disk: the operator's problem to retry, not a bug.
         if (isStorageError(err)) {
-          request.log.warn({ err, reqId: request.id }, 'admin change not stored: the database cannot be written');
+          request.log.warn({ err }, 'admin change not stored: the database cannot be written');
           return sendFailure(reply, failure('STORAGE_UNAVAILABLE', 'The change could not be stored: the database cannot be written right now.', { 'retry-after': '1' }));
         }
-        request.log.error({ err, reqId: request.id }, 'admin error');
+        request.log.error({ err }, 'admin error');
         return sendFailure(reply, failure('INTERNAL_ERROR'));
       });
 

@@ -2,15 +2,18 @@ import { failure, type Failure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
 import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
 import { isPromise, type Keys, type LastUsed, type MaybePromise, type RateCounters } from '../store/ports.js';
-import { authenticate } from './auth.js';
+import { authenticate, type Refused } from './auth.js';
 
 /**
  * DESIGN §2 steps 3–4 for every authenticated route (/v1 lookups and pass-through): the key,
  * the per-address limit on failed authentication, then the key's rate limit.
  */
 export type Admitted =
-  /** Refused before a key was known: 401, or 429 AUTH_RATE_LIMITED. No ledger row. */
-  | { readonly key: null; readonly refusal: Failure; readonly headers: Record<string, string> }
+  /**
+   * Refused before a key was admitted: 401, or 429 AUTH_RATE_LIMITED. No ledger row. `keyId`
+   * names the revoked or expired key the secret belongs to, for the log line.
+   */
+  | { readonly key: null; readonly refusal: Failure; readonly headers: Record<string, string>; readonly keyId?: string | null }
   /** A key is known; `refusal` is set when its rate limit is exhausted (429). */
   | { readonly key: ApiKey; readonly refusal: Failure | null; readonly headers: Record<string, string> };
 
@@ -60,11 +63,11 @@ export class Admission {
     return isPromise(key) ? key.then((k) => this.withKey(k, ip, now, whileCounting)) : this.withKey(key, ip, now, whileCounting);
   }
 
-  private withKey(key: ApiKey | Failure, ip: string, now: number, whileCounting?: (key: ApiKey) => void): MaybePromise<Admitted> {
+  private withKey(key: ApiKey | Refused, ip: string, now: number, whileCounting?: (key: ApiKey) => void): MaybePromise<Admitted> {
     // A valid key is never refused by the failed-authentication limit (DESIGN §6): whoever
     // shares the address — or, behind a misconfigured proxy, claims it — cannot lock it out.
     // Guessing a key of 190+ random bits is hopeless anyway; the limit stops floods and state probing.
-    if ('code' in key) return this.failed(key, ip, now);
+    if ('refusal' in key) return this.failed(key, ip, now);
     this.stores.lastUsed.touch(key.id, now);
     const taken = this.stores.rates.take(key.id, this.policiesOf(key), now, true);
     if (!isPromise(taken)) return this.rated(key, taken, now);
@@ -85,11 +88,11 @@ export class Admission {
   }
 
   /** A failed key: counted, or — past the limit — 429, so a prober no longer learns which keys exist, are revoked or expired. */
-  private failed(refusal: Failure, ip: string, now: number): Admitted {
-    if (!this.failedAuth) return { key: null, refusal, headers: advisoryHeaders(now) };
+  private failed({ refusal, keyId }: Refused, ip: string, now: number): Admitted {
+    if (!this.failedAuth) return { key: null, refusal, headers: advisoryHeaders(now), keyId };
     const state = this.state(KEY_SCOPE + ip, now);
-    if (!state.allowed) return { key: null, refusal: authRateLimited(state.retryAfter), headers: state.headers };
-    return { key: null, refusal, headers: headersOf(this.stores.addresses.add(KEY_SCOPE + ip, this.failedAuth, now, false), now) };
+    if (!state.allowed) return { key: null, refusal: authRateLimited(state.retryAfter), headers: state.headers, keyId };
+    return { key: null, refusal, headers: headersOf(this.stores.addresses.add(KEY_SCOPE + ip, this.failedAuth, now, false), now), keyId };
   }
 
   /** The address's failed-key limiter and its headers (for /v1 answers without a key). */

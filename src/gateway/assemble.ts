@@ -36,12 +36,12 @@ export function assembleGateway(
   const { logger } = deps;
   const failedAuth = config.limits.failedAuth === null ? null : parseRatePolicies(config.limits.failedAuth);
   const admission = new Admission({ keys: stores.keys, rates: stores.rates, lastUsed: stores.lastUsed, addresses: deps.addresses }, failedAuth, (keyId, err) =>
-    logger.warn({ keyId, err: err.message }, 'stored rate policy unreadable; key treated as unlimited'),
+    logger.warn({ key_id: keyId, err: err.message }, 'stored rate policy unreadable; key treated as unlimited'),
   );
   const accounting = new Accounting(stores.credits, stores.ledger, {
     estimates: config.credits.estimates,
     providerBudgets: providerBudgets(config),
-    onInvalidBudget: (keyId, err) => logger.warn({ keyId, err: err.message }, 'stored credit budget unreadable; key refused provider calls'),
+    onInvalidBudget: (keyId, err) => logger.warn({ key_id: keyId, err: err.message }, 'stored credit budget unreadable; key refused provider calls'),
     onReadError: (err) => logger.warn({ err }, 'credit budgets could not be read; answer sent without X-Credits-* fields'),
     onReserveError: (err) =>
       err instanceof StorageUnavailable

@@ -15,6 +15,9 @@ export interface Provider {
   admit(call: UpstreamCall, signal?: AbortSignal): Promise<AdmittedCall | UpstreamFailure>;
 }
 
+/** The request a provider call is made for: its id and trace go with the call. */
+export type CallOrigin = Pick<UpstreamCall, 'requestId' | 'traceContext'>;
+
 /** One provider call's result, shared by the leader and every follower that joined it. */
 export interface FetchResult {
   readonly outcome: UpstreamOutcome;
@@ -59,10 +62,14 @@ export class Fetcher {
     return this.flights.enter(key, freshness);
   }
 
-  /** The leader's call: the provider, then the cache; every follower shares the result. */
-  /** `answered`, when given, hears the provider's outcome as soon as it comes, before it is stored. */
-  call(lead: Lead<FetchResult>, req: LookupRequest, key: string, freshness: Freshness, requestId: string, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
-    return lead.run(() => this.callAndStore(req, key, freshness, requestId, answered));
+  /**
+   * The leader's call: the provider, then the cache; every follower shares the result. The
+   * call carries the leader's request id and trace (`origin`): one provider call joins one
+   * trace, and a follower's log line says `collapsed` instead.
+   * `answered`, when given, hears the provider's outcome as soon as it comes, before it is stored.
+   */
+  call(lead: Lead<FetchResult>, req: LookupRequest, key: string, freshness: Freshness, origin: CallOrigin, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
+    return lead.run(() => this.callAndStore(req, key, freshness, origin, answered));
   }
 
   inFlight(): number {
@@ -74,8 +81,9 @@ export class Fetcher {
     return this.flights.endedCount();
   }
 
-  private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, requestId: string, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
-    const outcome = await this.provider.call({ path: req.endpoint.path, query: upstreamQuery(req, fwd.strategy, fwd.maxage), requestId });
+  private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, origin: CallOrigin, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
+    const query = upstreamQuery(req, fwd.strategy, fwd.maxage);
+    const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext });
     answered?.(outcome);
     const now = this.clock.now();
     const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now };

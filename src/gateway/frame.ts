@@ -4,6 +4,7 @@ import type { Clock } from '../domain/clock.js';
 import type { ApiKey } from '../domain/keys.js';
 import type { LedgerRow } from '../domain/ledger.js';
 import type { LookupTrace } from '../domain/trace.js';
+import type { TraceContext } from '../domain/trace-context.js';
 import { isPromise } from '../store/ports.js';
 import type { Accounting } from './accounting.js';
 import type { Admission } from './admission.js';
@@ -21,6 +22,8 @@ export interface Incoming {
   /** The client address (src/http/client-ip.ts: behind listed proxies, from X-Forwarded-For). */
   readonly ip: string;
   readonly requestId: string;
+  /** The request's W3C trace context (src/domain/trace-context.ts), passed on to the provider. */
+  readonly traceContext?: TraceContext;
 }
 
 /** What a ledger row says of its answer: status, error code, the charge, and whether it is the reservation's estimate. */
@@ -62,7 +65,11 @@ export async function framed<A>(
   const whileCounting = readAhead && ((key: ApiKey) => void (ahead = readAhead(key, now)));
   let adm = deps.admission.admit(inc.authorization, inc.ip, now, whileCounting);
   if (isPromise(adm)) adm = await adm;
-  if (!adm.key) return errorAnswer(adm.refusal, inc.requestId, adm.headers);
+  if (!adm.key) {
+    // A revoked or expired key is named on the log line (never in the answer: a prober learns nothing).
+    if (adm.keyId) trace.keyId = adm.keyId;
+    return errorAnswer(adm.refusal, inc.requestId, adm.headers);
+  }
   const key = adm.key;
   trace.keyId = key.id;
   trace.keyName = key.name;

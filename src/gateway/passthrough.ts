@@ -50,7 +50,7 @@ export function passthrough(deps: PassthroughDeps, call: PassthroughCall, trace:
     if (isPromise(refused)) refused = await refused;
     if (refused) return errorAnswer(refused, requestId);
     const query = [...new URLSearchParams(call.rawQuery)];
-    const admitted = await deps.fetcher.provider.admit({ path: call.path, query, requestId }, call.hangUp);
+    const admitted = await deps.fetcher.provider.admit({ path: call.path, query, requestId, traceContext: call.traceContext }, call.hangUp);
     if (!admitted.ok) return errorAnswer(admitted.failure, requestId, { ...BYPASS });
     return forward(admitted);
   });

@@ -35,7 +35,8 @@ export function handleLookup(deps: LookupDeps, def: EndpointDef, inc: Incoming, 
     const decision = decide({ endpoint: def.name, strategy: req.strategy, maxage: req.maxage }, entry, now, deps.cacheConfig);
     if (decision.action === 'hit') return answerHit(deps, entry!, def.name, inc.requestId, trace, now);
     // 8. Reserve credits, 9. coalesce or call the provider, 10. store and answer.
-    return forwardToProvider(deps, { def, key, req, cacheKey: ck, entry, decision, requestId: inc.requestId, now, readAt: awaited ? looked.readAt : null }, trace, settleNow);
+    const miss = { def, key, req, cacheKey: ck, entry, decision, requestId: inc.requestId, traceContext: inc.traceContext, now, readAt: awaited ? looked.readAt : null };
+    return forwardToProvider(deps, miss, trace, settleNow);
   }, readAhead);
 }
 

@@ -7,6 +7,7 @@ import { failure, type Failure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
 import type { LookupRequest } from '../domain/params.js';
 import type { LookupTrace } from '../domain/trace.js';
+import type { TraceContext } from '../domain/trace-context.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
 import { isPromise, type MaybePromise } from '../store/ports.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
@@ -27,6 +28,8 @@ export interface Miss {
   readonly entry: CacheEntry | null;
   readonly decision: Extract<Decision, { action: 'forward' }>;
   readonly requestId: string;
+  /** The request's trace, passed on to the provider when this request leads the call. */
+  readonly traceContext?: TraceContext | undefined;
   readonly now: number;
   /** Fetcher.callsEnded() before the cache was read, when that read awaited; null when it did not. */
   readonly readAt: number | null;
@@ -124,7 +127,8 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
         lead.release({ refusal: refused, keyId: miss.key.id });
         return refusedAnswer(deps, miss, refused, trace);
       }
-      const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, requestId, settleNow && settleWhenAnswered(settleNow, trace));
+      const origin = { requestId, traceContext: miss.traceContext };
+      const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, origin, settleNow && settleWhenAnswered(settleNow, trace));
       return answerFetched(deps, miss, result, true, trace);
     } finally {
       // The answer is stored (or the call failed, or was refused): the replicas waiting for it go on.

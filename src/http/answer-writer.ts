@@ -5,7 +5,8 @@ import { errorAnswer, type Answer } from '../domain/answer.js';
 import { failure, type Failure } from '../domain/errors.js';
 import { isStorageError } from '../store/write-gate.js';
 import type { LookupTrace } from '../domain/trace.js';
-import { logRequest } from '../obs/request-log.js';
+import type { TraceContext } from '../domain/trace-context.js';
+import { logRequest, requestFields } from '../obs/request-log.js';
 import type { ServerDeps } from './deps.js';
 import { JSON_CONTENT_TYPE, keylessRateFields } from './edge.js';
 import { TurnWrites } from './turn-writes.js';
@@ -30,14 +31,14 @@ export class AnswerWriter {
     this.writes = new TurnWrites((err) => deps.logger.error({ err }, 'unhandled error while writing an answer'));
   }
 
-  send(req: IncomingMessage, res: ServerResponse, endpoint: string | null, a: Answer, ip: string, requestId: string, trace: LookupTrace | null, t0: number): void {
+  send(req: IncomingMessage, res: ServerResponse, endpoint: string | null, a: Answer, ip: string, requestId: string, tc: TraceContext, trace: LookupTrace | null, t0: number): void {
     this.writes.defer(() => {
       const socket = res.socket;
       if (socket?.writableEnded) {
         // Ended under this answer: nothing can follow on the connection (a write, or a destroy,
         // could cost the bytes the ending wrote). The parser's refusal of this request's body
         // was its answer, counted there; any other ending leaves the answer decided but undelivered.
-        if (!endedByParserRefusal.has(socket)) this.record(req, endpoint, a, requestId, trace, t0);
+        if (!endedByParserRefusal.has(socket)) this.record(req, endpoint, a, ip, requestId, tc, trace, t0);
         return;
       }
       try {
@@ -52,23 +53,23 @@ export class AnswerWriter {
         res.writeHead(a.status, headers);
         res.end(a.body);
       } catch (err) {
-        this.deps.logger.error({ err, reqId: requestId }, 'unhandled error');
+        this.deps.logger.error({ err, ...requestFields(requestId, tc) }, 'unhandled error');
         // Headers already out (the body write failed), or the error answer itself failed: nothing truthful can follow.
         if (res.headersSent || a.errorCode === 'INTERNAL_ERROR') res.destroy();
-        else this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
+        else this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, tc, t0, trace);
         return;
       }
-      this.record(req, endpoint, a, requestId, trace, t0);
+      this.record(req, endpoint, a, ip, requestId, tc, trace, t0);
     });
   }
 
   /** An answer whose body streams (pass-through): metered and logged once the body is out. */
-  stream(req: IncomingMessage, res: ServerResponse, endpoint: string, a: Answer, body: Readable, ip: string, requestId: string, trace: LookupTrace, t0: number): void {
+  stream(req: IncomingMessage, res: ServerResponse, endpoint: string, a: Answer, body: Readable, ip: string, requestId: string, tc: TraceContext, trace: LookupTrace, t0: number): void {
     this.writes.defer(() => {
       const socket = res.socket;
       if (socket?.writableEnded) {
         body.destroy();
-        if (!endedByParserRefusal.has(socket)) this.record(req, endpoint, a, requestId, trace, t0);
+        if (!endedByParserRefusal.has(socket)) this.record(req, endpoint, a, ip, requestId, tc, trace, t0);
         return;
       }
       try {
@@ -77,35 +78,35 @@ export class AnswerWriter {
         res.writeHead(a.status, a.headers);
       } catch (err) {
         body.destroy();
-        this.deps.logger.error({ err, reqId: requestId }, 'unhandled error');
+        this.deps.logger.error({ err, ...requestFields(requestId, tc) }, 'unhandled error');
         if (res.headersSent) res.destroy();
-        else this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
+        else this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, tc, t0, trace);
         return;
       }
       // A body cut short (the provider or the client hung up) ends the response unfinished.
-      pipeline(body, res, () => this.record(req, endpoint, a, requestId, trace, t0));
+      pipeline(body, res, () => this.record(req, endpoint, a, ip, requestId, tc, trace, t0));
     });
   }
 
   /** An error answer without a key: it carries the failed-key limiter's rate fields, like every /v1 answer. */
-  refuse(req: IncomingMessage, res: ServerResponse, endpoint: string | null, f: Failure, ip: string, requestId: string, t0: number, trace: LookupTrace | null = null): void {
-    this.send(req, res, endpoint, errorAnswer(f, requestId, keylessRateFields(this.deps, ip, this.deps.clock.now())), ip, requestId, trace, t0);
+  refuse(req: IncomingMessage, res: ServerResponse, endpoint: string | null, f: Failure, ip: string, requestId: string, tc: TraceContext, t0: number, trace: LookupTrace | null = null): void {
+    this.send(req, res, endpoint, errorAnswer(f, requestId, keylessRateFields(this.deps, ip, this.deps.clock.now())), ip, requestId, tc, trace, t0);
   }
 
   /** The 500 fallback for a route that threw. */
-  fail(req: IncomingMessage, res: ServerResponse, endpoint: string | null, err: unknown, ip: string, requestId: string, t0: number, trace: LookupTrace | null): void {
+  fail(req: IncomingMessage, res: ServerResponse, endpoint: string | null, err: unknown, ip: string, requestId: string, tc: TraceContext, t0: number, trace: LookupTrace | null): void {
     // Storage that cannot answer (a shared database or Redis down, a key lookup timing out) is
     // the client's 503 to retry, not a bug: nothing was spent without a reservation.
     if (isStorageError(err)) {
-      this.deps.logger.warn({ err, reqId: requestId }, 'storage unavailable');
-      this.refuse(req, res, endpoint, failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': '1' }), ip, requestId, t0, trace);
+      this.deps.logger.warn({ err, ...requestFields(requestId, tc) }, 'storage unavailable');
+      this.refuse(req, res, endpoint, failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': '1' }), ip, requestId, tc, t0, trace);
       return;
     }
-    this.deps.logger.error({ err, reqId: requestId }, 'unhandled error');
-    this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, t0, trace);
+    this.deps.logger.error({ err, ...requestFields(requestId, tc) }, 'unhandled error');
+    this.refuse(req, res, endpoint, failure('INTERNAL_ERROR'), ip, requestId, tc, t0, trace);
   }
 
-  private record(req: IncomingMessage, endpoint: string | null, a: Answer, requestId: string, trace: LookupTrace | null, t0: number): void {
+  private record(req: IncomingMessage, endpoint: string | null, a: Answer, ip: string, requestId: string, tc: TraceContext, trace: LookupTrace | null, t0: number): void {
     const seconds = (performance.now() - t0) / 1000;
     const { metrics } = this.deps.ops;
     if (endpoint === null) metrics.observeClientError(a.errorCode!);
@@ -123,7 +124,7 @@ export class AnswerWriter {
       });
     }
     const logged = endpoint === UNMATCHED ? null : endpoint;
-    logRequest(this.deps.logger, { reqId: requestId, method: req.method!, url: req.url!, status: a.status, code: a.errorCode, endpoint: logged, trace, ms: seconds * 1000 });
+    logRequest(this.deps.logger, { requestId, traceContext: tc, clientIp: ip, method: req.method!, url: req.url!, status: a.status, code: a.errorCode, endpoint: logged, trace, ms: seconds * 1000 });
   }
 }
 

@@ -3,6 +3,7 @@ import { registerAdmin } from '../admin/routes.js';
 import { errorAnswer } from '../domain/answer.js';
 import { failure, type Failure } from '../domain/errors.js';
 import { newRequestId } from '../domain/request-id.js';
+import { traceContext, type TraceContext } from '../domain/trace-context.js';
 import { endpointLabel } from '../obs/metrics.js';
 import { OPS_PATHS, registerOps } from './ops-routes.js';
 import { logRequest } from '../obs/request-log.js';
@@ -21,10 +22,13 @@ import { parserErrorHandler } from './parser-errors.js';
  */
 export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFactory: FastifyServerFactory): FastifyInstance {
   const { config, ops } = deps;
+  // Read from the raw request: the router's refusals (frameworkErrors) come before decorations.
+  const ipOf = (raw: FastifyRequest['raw']) => clientIp(raw.socket.remoteAddress, raw.headers['x-forwarded-for'], trusted);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    // One line per request is written in onResponse, with the gateway's fields.
-    logController: new LogController({ disableRequestLogging: true }),
+    // One line per request is written in onResponse, with the gateway's fields; request.log's
+    // lines name the request as every other line does (README "Logs").
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     genReqId: () => newRequestId(deps.clock.now()),
     requestIdHeader: false,
     serverFactory,
@@ -37,20 +41,25 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
     frameworkErrors: (err, request, reply) => {
       const f = err.code === 'FST_ERR_BAD_URL' ? BAD_PATH : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? failure('URI_TOO_LONG') : failure('INTERNAL_ERROR');
       ops.metrics.observeClientError(f.code);
-      logRequest(deps.logger, { reqId: request.id, method: request.method, url: request.url, status: f.status, code: f.code, endpoint: null, trace: null, ms: 0 });
+      const tc = traceOf(request);
+      logRequest(deps.logger, { requestId: request.id, traceContext: tc, clientIp: ipOf(request.raw), method: request.method, url: request.url, status: f.status, code: f.code, endpoint: null, trace: null, ms: 0 });
       if (ops.draining()) reply.header('connection', 'close');
       return sendAnswer(reply, errorAnswer(f, request.id, { 'x-request-id': request.id }));
     },
   });
   app.decorateRequest('errorCode', null);
+  app.decorateRequest('traceContext', null);
   app.decorateRequest('clientIp', {
     getter(this: FastifyRequest) {
-      return clientIp(this.raw.socket.remoteAddress, this.headers['x-forwarded-for'], trusted);
+      return ipOf(this.raw);
     },
   });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Every line request.log writes (admin errors) names the trace too; request_id is Fastify's binding.
+    const tc = traceOf(request);
+    request.log = request.log.child({ trace_id: tc.traceId, span_id: tc.spanId });
     // A request on a connection opened before the drain is refused (onSend closes the connection).
     const f = ops.draining() && !OPS_PATHS.has(request.routeOptions.url ?? '') ? DRAINING : earlyRefusal(request.raw, config.server.maxUrlBytes);
     if (f) return sendAnswer(reply, errorAnswer(f, request.id));
@@ -66,7 +75,10 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
   app.addHook('onResponse', async (request, reply) => {
     const endpoint = endpointLabel(null, request.routeOptions.url, request.is404);
     ops.metrics.observeRequest({ endpoint, status: reply.statusCode, seconds: reply.elapsedTime / 1000, errorCode: request.errorCode });
-    logRequest(deps.logger, { reqId: request.id, method: request.method, url: request.url, status: reply.statusCode, code: request.errorCode, ms: reply.elapsedTime });
+    logRequest(deps.logger, {
+      requestId: request.id, traceContext: traceOf(request), clientIp: request.clientIp, method: request.method, url: request.url,
+      status: reply.statusCode, code: request.errorCode, ms: reply.elapsedTime,
+    });
   });
 
   registerOps(app, ops);
@@ -76,7 +88,7 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
 
   app.setErrorHandler(async (err: Error & { statusCode?: number }, request, reply) => {
     const status = err.statusCode ?? 500;
-    if (status >= 500) request.log.error({ err, reqId: request.id }, 'unhandled error');
+    if (status >= 500) request.log.error({ err }, 'unhandled error');
     // A body Fastify could not read for a route that takes none (the admin API answers its own).
     const f: Failure = status === 413 ? failure('BODY_NOT_ALLOWED') : status >= 400 && status < 500 ? failure('INVALID_PARAMETER', 'The request could not be processed.') : failure('INTERNAL_ERROR');
     // The onRequest hook's X-Request-Id survives Fastify's error path; set it again for an error raised before it.
@@ -84,4 +96,10 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
   });
 
   return app;
+}
+
+/** The request's trace context, made on first use: the router's refusals come before any hook. */
+function traceOf(request: FastifyRequest): TraceContext {
+  request.traceContext ??= traceContext(request.headers.traceparent, request.headers.tracestate);
+  return request.traceContext;
 }

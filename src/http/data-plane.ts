@@ -6,6 +6,7 @@ import { ENDPOINTS, type EndpointDef } from '../domain/endpoints.js';
 import { failure } from '../domain/errors.js';
 import { newRequestId } from '../domain/request-id.js';
 import type { LookupTrace } from '../domain/trace.js';
+import { traceContext, type TraceContext } from '../domain/trace-context.js';
 import { handleLookup } from '../gateway/pipeline.js';
 import { passthrough, passthroughAllowed } from '../gateway/passthrough.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
@@ -73,50 +74,50 @@ export function dataPlane(deps: ServerDeps, trusted: TrustedProxies): DataPlane 
   const proxy = passthroughProxy(config, deps);
 
   /** The refusals before any route's work: while draining, and earlyRefusal()'s. True when one answered. */
-  function refusedAtEdge(req: IncomingMessage, res: ServerResponse, endpoint: string, ip: string, requestId: string, t0: number): boolean {
+  function refusedAtEdge(req: IncomingMessage, res: ServerResponse, endpoint: string, ip: string, requestId: string, tc: TraceContext, t0: number): boolean {
     const f = ops.draining() ? DRAINING : earlyRefusal(req, maxUrl);
-    if (f) writer.refuse(req, res, endpoint, f, ip, requestId, t0);
+    if (f) writer.refuse(req, res, endpoint, f, ip, requestId, tc, t0);
     return f !== null;
   }
 
-  function lookup(req: IncomingMessage, res: ServerResponse, def: EndpointDef, url: string, q: number, ip: string, requestId: string, t0: number): void {
-    if (refusedAtEdge(req, res, def.name, ip, requestId, t0)) return;
+  function lookup(req: IncomingMessage, res: ServerResponse, def: EndpointDef, url: string, q: number, ip: string, requestId: string, tc: TraceContext, t0: number): void {
+    if (refusedAtEdge(req, res, def.name, ip, requestId, tc, t0)) return;
     // A lookup takes no body (earlyRefusal saw to it); resume() lets the request end, so the connection stays usable.
     req.resume();
     const trace: LookupTrace = {};
-    const inc = { rawQuery: q < 0 ? '' : url.slice(q + 1), authorization: req.headers.authorization, ip, requestId };
+    const inc = { rawQuery: q < 0 ? '' : url.slice(q + 1), authorization: req.headers.authorization, ip, requestId, traceContext: tc };
     handleLookup(deps, def, inc, trace).then(
-      (answer) => writer.send(req, res, def.name, answer, ip, requestId, trace, t0),
-      (err: unknown) => writer.fail(req, res, def.name, err, ip, requestId, t0, trace),
+      (answer) => writer.send(req, res, def.name, answer, ip, requestId, tc, trace, t0),
+      (err: unknown) => writer.fail(req, res, def.name, err, ip, requestId, tc, t0, trace),
     );
   }
 
   /** Everything on /v1 but GET and HEAD on a lookup path. */
-  function elsewhere(req: IncomingMessage, res: ServerResponse, method: string, url: string, path: string, q: number, def: EndpointDef | undefined, ip: string, requestId: string, t0: number): void {
-    if (!validPercentEncoding(path)) return writer.refuse(req, res, null, BAD_PATH, ip, requestId, t0);
+  function elsewhere(req: IncomingMessage, res: ServerResponse, method: string, url: string, path: string, q: number, def: EndpointDef | undefined, ip: string, requestId: string, tc: TraceContext, t0: number): void {
+    if (!validPercentEncoding(path)) return writer.refuse(req, res, null, BAD_PATH, ip, requestId, tc, t0);
     const endpoint = def ? def.name : proxy && (method === 'GET' || method === 'HEAD') && passthroughAllowed(path, patterns) ? PASSTHROUGH : UNMATCHED;
-    if (refusedAtEdge(req, res, endpoint, ip, requestId, t0)) return;
-    if (endpoint === PASSTHROUGH) return forward(req, res, path, q < 0 ? '' : url.slice(q + 1), ip, requestId, t0);
+    if (refusedAtEdge(req, res, endpoint, ip, requestId, tc, t0)) return;
+    if (endpoint === PASSTHROUGH) return forward(req, res, path, q < 0 ? '' : url.slice(q + 1), ip, requestId, tc, t0);
     // RFC 9110 §15.5.6: the lookups exist, for GET and HEAD only.
     const f = def ? failure('METHOD_NOT_ALLOWED', `Method ${method} is not allowed; use GET.`, { allow: 'GET, HEAD' }) : routeNotFound(method, url);
-    afterBody(req, res, () => writer.refuse(req, res, endpoint, f, ip, requestId, t0));
+    afterBody(req, res, () => writer.refuse(req, res, endpoint, f, ip, requestId, tc, t0));
   }
 
-  function forward(req: IncomingMessage, res: ServerResponse, path: string, rawQuery: string, ip: string, requestId: string, t0: number): void {
+  function forward(req: IncomingMessage, res: ServerResponse, path: string, rawQuery: string, ip: string, requestId: string, tc: TraceContext, t0: number): void {
     const trace: LookupTrace = { identity: path, cache: 'BYPASS', creditsUsed: 0 };
     const hangUp = new AbortController();
     res.once('close', () => hangUp.abort());
-    const call = { rawQuery, authorization: req.headers.authorization, ip, requestId, path, hangUp: hangUp.signal };
+    const call = { rawQuery, authorization: req.headers.authorization, ip, requestId, traceContext: tc, path, hangUp: hangUp.signal };
     let body: Readable | undefined;
     passthrough(deps, call, trace, async (admitted) => {
       const a = await proxy!.forward(req, res, requestId, trace, admitted);
       body = a.stream;
       return a;
     }).then(
-      (a) => (body ? writer.stream(req, res, PASSTHROUGH, a, body, ip, requestId, trace, t0) : writer.send(req, res, PASSTHROUGH, withRequestId(a, requestId), ip, requestId, trace, t0)),
+      (a) => (body ? writer.stream(req, res, PASSTHROUGH, a, body, ip, requestId, tc, trace, t0) : writer.send(req, res, PASSTHROUGH, withRequestId(a, requestId), ip, requestId, tc, trace, t0)),
       (err: unknown) => {
         body?.destroy();
-        writer.fail(req, res, PASSTHROUGH, err, ip, requestId, t0, trace);
+        writer.fail(req, res, PASSTHROUGH, err, ip, requestId, tc, t0, trace);
       },
     );
   }
@@ -131,11 +132,13 @@ export function dataPlane(deps: ServerDeps, trusted: TrustedProxies): DataPlane 
       const t0 = performance.now();
       const requestId = newRequestId(clock.now());
       const ip = clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], trusted);
+      // The caller's W3C trace, or a new one: never a refusal (a malformed traceparent starts a new trace).
+      const tc = traceContext(req.headers.traceparent, req.headers.tracestate);
       try {
-        if (def !== undefined && (method === 'GET' || method === 'HEAD')) lookup(req, res, def, url, q, ip, requestId, t0);
-        else elsewhere(req, res, method, url, path, q, def, ip, requestId, t0);
+        if (def !== undefined && (method === 'GET' || method === 'HEAD')) lookup(req, res, def, url, q, ip, requestId, tc, t0);
+        else elsewhere(req, res, method, url, path, q, def, ip, requestId, tc, t0);
       } catch (err) {
-        writer.fail(req, res, def?.name ?? UNMATCHED, err, ip, requestId, t0, null);
+        writer.fail(req, res, def?.name ?? UNMATCHED, err, ip, requestId, tc, t0, null);
       }
     },
     close() {

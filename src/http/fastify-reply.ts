@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { errorAnswer, type Answer } from '../domain/answer.js';
 import type { Failure } from '../domain/errors.js';
+import type { TraceContext } from '../domain/trace-context.js';
 import { JSON_CONTENT_TYPE } from './edge.js';
 
 declare module 'fastify' {
@@ -9,6 +10,8 @@ declare module 'fastify' {
     errorCode: string | null;
     /** The client address by the rule of src/http/client-ip.ts (control-plane.ts defines it). */
     readonly clientIp: string;
+    /** The request's W3C trace context (control-plane.ts sets it; read it with traceOf). */
+    traceContext: TraceContext | null;
   }
 }
 

@@ -97,7 +97,8 @@ export function passthroughProxy(config: Readonly<Config>, deps: { readonly acco
         out,
         {
           buffer: Readable.from([]),
-          headers: { authorization: `Bearer ${apiKey}`, 'x-request-id': requestId, 'accept-encoding': 'identity' },
+          // The client's own traceparent is not forwarded (FORWARD_REQUEST): the provider's parent is this request's span.
+          headers: { authorization: `Bearer ${apiKey}`, 'x-request-id': requestId, 'accept-encoding': 'identity', ...admitted.headers },
         },
         // A failure after the headers surfaces through the body stream instead.
         (err) => !decided && fail(err),

@@ -1,36 +1,39 @@
 import { resolve } from 'node:path';
-import type { Config } from '../config.js';
+import { configWarnings, type Config } from '../config.js';
 import { VERSION } from './version.js';
 
 /**
  * What the process runs with, for its first log line: enough to spot a wrong data directory,
- * upstream or limit at a glance. Secrets are reported only as set or not; the upstream URL
- * loses any user:password part.
+ * upstream or limit at a glance, and the configuration's warnings (an unknown TOLLGATE_
+ * variable) where log pipelines see them. Secrets are reported only as set or not; URLs lose
+ * any user:password part. Field names are snake_case like every log field (README "Logs").
  */
 export function configSummary(config: Readonly<Config>): Record<string, unknown> {
+  const warnings = configWarnings(config);
   return {
     version: VERSION,
     node: process.version,
     storage: config.storage.databaseUrl ? 'shared' : 'embedded',
-    dataDir: config.storage.databaseUrl ? null : resolve(config.dataDir),
+    data_dir: config.storage.databaseUrl ? null : resolve(config.dataDir),
     // Passwords in the URLs never reach a log line.
-    databaseUrl: config.storage.databaseUrl === null ? null : withoutCredentials(config.storage.databaseUrl),
-    redisUrl: config.storage.redisUrl === null ? null : withoutCredentials(config.storage.redisUrl),
+    database_url: config.storage.databaseUrl === null ? null : withoutCredentials(config.storage.databaseUrl),
+    redis_url: config.storage.redisUrl === null ? null : withoutCredentials(config.storage.redisUrl),
     listen: `${config.server.host}:${config.server.port}`,
-    upstreamUrl: config.upstream.url === null ? null : withoutCredentials(config.upstream.url),
-    // Named *Set, not after the secret: the logger redacts fields named apiKey or adminToken.
-    upstreamApiKeySet: config.upstream.apiKey !== null,
-    adminTokenSet: config.adminToken !== null,
-    metricsTokenSet: config.metrics.token !== null,
-    logLevel: config.logLevel,
-    upstreamBudget: config.upstream.budget,
-    upstreamRateLimit: config.upstream.rateLimit,
-    upstreamMaxConcurrency: config.upstream.maxConcurrency,
-    cacheMaxBytes: config.cache.maxBytes,
-    cacheMemoryMaxBytes: config.cache.memoryMaxBytes,
-    keyDefaults: config.keys.defaults,
-    passthroughPaths: config.passthrough.paths,
-    trustedProxies: config.server.trustedProxies,
+    upstream_url: config.upstream.url === null ? null : withoutCredentials(config.upstream.url),
+    // Named *_set, not after the secret: the logger redacts fields named apiKey or adminToken.
+    upstream_api_key_set: config.upstream.apiKey !== null,
+    admin_token_set: config.adminToken !== null,
+    metrics_token_set: config.metrics.token !== null,
+    log_level: config.logLevel,
+    upstream_budget: config.upstream.budget,
+    upstream_rate_limit: config.upstream.rateLimit === null ? null : { count: config.upstream.rateLimit.count, per_ms: config.upstream.rateLimit.perMs },
+    upstream_max_concurrency: config.upstream.maxConcurrency,
+    cache_max_bytes: config.cache.maxBytes,
+    cache_memory_max_bytes: config.cache.memoryMaxBytes,
+    key_defaults: config.keys.defaults,
+    passthrough_paths: config.passthrough.paths,
+    trusted_proxies: config.server.trustedProxies,
+    ...(warnings.length > 0 ? { warnings } : {}),
   };
 }
 

@@ -10,7 +10,7 @@ import type { Logger } from './logger.js';
 export async function drainHttp(server: FastifyInstance, graceMs: number, log: Logger): Promise<void> {
   const started = Date.now();
   const timer = setTimeout(() => {
-    log.warn({ graceMs }, 'shutdown grace period over; closing the connections still open');
+    log.warn({ grace_ms: graceMs }, 'shutdown grace period over; closing the connections still open');
     server.server.closeAllConnections();
   }, graceMs);
   timer.unref();
@@ -19,7 +19,7 @@ export async function drainHttp(server: FastifyInstance, graceMs: number, log: L
   } finally {
     clearTimeout(timer);
   }
-  log.info({ ms: Date.now() - started }, 'http server drained');
+  log.info({ duration_ms: Date.now() - started }, 'http server drained');
 }
 
 export interface Stoppable {
@@ -45,7 +45,7 @@ export function closeOnSignals(app: Stoppable, extra: () => Promise<void> = asyn
       return;
     }
     stopping = true;
-    app.logger.info({ signal, graceMs: app.config.server.shutdownGraceMs }, 'shutting down: draining in-flight requests');
+    app.logger.info({ signal, grace_ms: app.config.server.shutdownGraceMs }, 'shutting down: draining in-flight requests');
     const backstop = setTimeout(() => {
       app.logger.error('shutdown did not finish in time; exiting');
       exit(1);

@@ -1,12 +1,21 @@
 import { pino } from 'pino';
 import type { Logger } from './logger.js';
 import type { LookupTrace } from '../domain/trace.js';
+import type { TraceContext } from '../domain/trace-context.js';
 
 const INFO = 30;
 
-/** What the one log line per answered request (DESIGN §2 step 11) is made of. */
+/**
+ * What the one log line per answered request (DESIGN §2 step 11) is made of. Its field names
+ * are the ones every log line uses for the same thing (README "Logs"): snake_case, like the
+ * API's `request_id` and OpenTelemetry's `trace_id` and `span_id`.
+ */
 export interface RequestFields {
-  readonly reqId: string;
+  readonly requestId: string;
+  /** The request's trace and its own span; absent only where no request was parsed. */
+  readonly traceContext?: TraceContext | null | undefined;
+  /** The client address (src/http/client-ip.ts): behind listed proxies, from X-Forwarded-For. */
+  readonly clientIp: string;
   readonly method: string;
   /** The request URL; only its path is logged (the query may be long, and is in the ledger as identity). */
   readonly url: string;
@@ -30,21 +39,30 @@ export interface RequestFields {
 export function logRequest(logger: Logger, f: RequestFields): void {
   if (!logger.isLevelEnabled('info')) return;
   const t = f.trace;
-  let s = `{"level":${INFO},"time":"${new Date().toISOString()}","svc":"tollgate","reqId":"${f.reqId}","method":${str(f.method)},"path":${str(pathOf(f.url))},"status":${f.status}`;
+  const tc = f.traceContext;
+  // Request ids and trace ids are the gateway's own (and hex): nothing to escape.
+  let s = `{"level":${INFO},"time":"${new Date().toISOString()}","svc":"tollgate","request_id":"${f.requestId}"`;
+  if (tc) s += `,"trace_id":"${tc.traceId}","span_id":"${tc.spanId}"`;
+  s += `,"client_ip":${str(f.clientIp)},"method":${str(f.method)},"path":${str(pathOf(f.url))},"status":${f.status}`;
   if (f.code) s += `,"code":${str(f.code)}`;
   if (f.endpoint) s += `,"endpoint":${str(f.endpoint)}`;
   if (t) {
-    if (t.keyId !== undefined) s += `,"keyId":${str(t.keyId)}`;
+    if (t.keyId !== undefined) s += `,"key_id":${str(t.keyId)}`;
     if (t.identity !== undefined) s += `,"identity":${str(t.identity)}`;
     if (t.cache !== undefined) s += `,"cache":"${t.cache}"`;
     if (t.collapsed) s += ',"collapsed":true';
-    if (t.upstreamMs !== undefined) s += `,"upstreamMs":${num(t.upstreamMs)}`;
-    if (t.upstreamRequestId !== undefined) s += `,"upstreamRequestId":${str(t.upstreamRequestId)}`;
+    if (t.upstreamMs !== undefined) s += `,"upstream_ms":${num(t.upstreamMs)}`;
+    if (t.upstreamRequestId !== undefined) s += `,"upstream_request_id":${str(t.upstreamRequestId)}`;
     if (t.creditsUsed !== undefined) s += `,"credits":${num(t.creditsUsed)}`;
-    if (t.creditsSaved) s += `,"creditsSaved":${num(t.creditsSaved)}`;
+    if (t.creditsSaved) s += `,"credits_saved":${num(t.creditsSaved)}`;
   }
-  s += `,"ms":${num(Math.round(f.ms * 100) / 100)},"msg":"request"}\n`;
+  s += `,"duration_ms":${num(Math.round(f.ms * 100) / 100)},"msg":"request"}\n`;
   (logger as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym]!.write(s);
+}
+
+/** The fields naming a request on any other line about it (an error while answering it, its provider call). */
+export function requestFields(requestId: string, tc: TraceContext | null | undefined): Record<string, string> {
+  return tc ? { request_id: requestId, trace_id: tc.traceId, span_id: tc.spanId } : { request_id: requestId };
 }
 
 const str = (v: string) => JSON.stringify(v);

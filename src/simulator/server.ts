@@ -121,7 +121,7 @@ export class SimServer implements Simulator {
     }
     const method = req.method ?? 'GET';
     const authorization = req.headers.authorization;
-    this.calls.push({ method, path, query, authorization, at: this.clock.now() });
+    this.calls.push({ method, path, query, authorization, headers: req.headers, at: this.clock.now() });
     const requestId = newRequestId();
     try {
       this.answer(req, res, { method, path, query, authorization }, requestId);

@@ -44,6 +44,8 @@ export interface SimCall {
   /** Raw, without '?'. */
   query: string;
   authorization: string | undefined;
+  /** Every request header as received (a test reads the X-Request-Id or the traceparent a gateway sent). */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
   at: number;
 }
 

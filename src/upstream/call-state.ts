@@ -17,6 +17,8 @@ export interface AdmittedCall {
   readonly ok: true;
   /** Deadline and caller cancellation: abort the request (and its body) when it fires. */
   readonly signal: AbortSignal;
+  /** The trace context headers to send with it (traceparent, tracestate). */
+  readonly headers: Record<string, string>;
   /**
    * What came back, judged exactly like a lookup attempt. Null for a 2xx (forward it);
    * otherwise the failure to answer (provider status mapped, message made safe). Call once.

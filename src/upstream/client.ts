@@ -2,9 +2,9 @@ import { failure } from '../domain/errors.js';
 import { systemClock, type Clock } from '../domain/clock.js';
 import type { Logger } from '../obs/logger.js';
 import { CircuitBreaker, entityOf, type BreakerPermit, type BreakerVerdict } from './breaker.js';
-import { logOutcome, observeAttempt } from './call-log.js';
+import { callFields, logOutcome, observeAttempt } from './call-log.js';
 import { quick, startCall, type AdmittedCall, type Begun } from './call-state.js';
-import { ProviderHttp, type AttemptResult } from './http.js';
+import { ProviderHttp, traceHeaders, type AttemptResult } from './http.js';
 import { failOf, judgeAttempt, refusal, unavailable, type AttemptVerdict, type CallState } from './judge.js';
 import { backoffDelay, mayRetry, sleep, type RetriesUsed } from './retry.js';
 import { Shaper } from './shaper.js';
@@ -101,7 +101,7 @@ export class UpstreamClient {
       return result.outcome;
     } catch (err) {
       // Defensive: run() is written not to throw, but a thrown bug must still be a value.
-      this.log?.error({ err, requestId: call.requestId, path: call.path }, 'upstream call crashed');
+      this.log?.error({ err, ...callFields(call) }, 'upstream call crashed');
       return failOf(state, 'unavailable', unavailable('internal error'), this.clock.now());
     } finally {
       begun.end();
@@ -138,6 +138,7 @@ export class UpstreamClient {
     return {
       ok: true,
       signal: state.signal,
+      headers: traceHeaders(call),
       settle: (raw) => {
         observeAttempt(this.log, this.observer, state, raw, this.clock.now() - t0);
         if (raw.type === 'response' && raw.status >= 200 && raw.status < 300) {
@@ -231,10 +232,7 @@ export class UpstreamClient {
     if (delay >= remaining) return null;
     if (v.retry === 'temporary') used.temporary++;
     else used.connection++;
-    this.log?.info(
-      { requestId: state.call.requestId, path: state.call.path, attempt: state.attempts, reason: v.retry, delayMs: delay },
-      'retrying provider call',
-    );
+    this.log?.info({ ...callFields(state.call), attempt: state.attempts, reason: v.retry, delay_ms: delay }, 'retrying provider call');
     return delay;
   }
 

@@ -1,4 +1,5 @@
 import { Pool } from 'undici';
+import { formatTraceparent } from '../domain/trace-context.js';
 import type { UpstreamCall, UpstreamSettings } from './types.js';
 
 /** One HTTP attempt's raw result, before classification. Never carries the key. */
@@ -75,6 +76,7 @@ export class ProviderHttp {
           accept: 'application/json',
           'x-request-id': call.requestId,
           'user-agent': 'tollgate',
+          ...traceHeaders(call),
         },
         signal,
       });
@@ -98,6 +100,13 @@ export class ProviderHttp {
   close(abort = false): Promise<void> {
     return abort ? this.pool.destroy() : this.pool.close();
   }
+}
+
+/** W3C trace context for the provider: the request's trace, the gateway's span as the parent. */
+export function traceHeaders(call: UpstreamCall): Record<string, string> {
+  const tc = call.traceContext;
+  if (!tc) return {};
+  return tc.state === null ? { traceparent: formatTraceparent(tc) } : { traceparent: formatTraceparent(tc), tracestate: tc.state };
 }
 
 type Body = AsyncIterable<Buffer | string> & { destroy(err?: Error): unknown; dump?(): Promise<void> };

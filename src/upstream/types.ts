@@ -1,4 +1,5 @@
 import type { Failure } from '../domain/errors.js';
+import type { TraceContext } from '../domain/trace-context.js';
 
 /** Provider `meta` as received (spec §2.3); extra fields are kept. */
 export interface ProviderMeta {
@@ -46,6 +47,11 @@ export interface UpstreamCall {
   readonly query: ReadonlyArray<readonly [string, string]>;
   /** Tollgate's request id, sent as X-Request-Id for correlation. */
   readonly requestId: string;
+  /**
+   * The request's trace: sent as traceparent (with the request's span as parent) and
+   * tracestate, and on the call's log lines. A coalesced call carries its leader's.
+   */
+  readonly traceContext?: TraceContext;
 }
 
 /** Why a call failed, for the cache's decisions (negative caching, stale fallback). */

@@ -69,7 +69,7 @@ export async function observe(s: Stack, data: string, head = false): Promise<Obs
   const lines = s.logs
     .slice(logsBefore)
     .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((l) => l.msg === 'request' && l.reqId === id);
+    .filter((l) => l.msg === 'request' && l.request_id === id);
   const log = lines.length === 0 ? 'none' : lines.map((l) => [l.status, l.code ?? '-', l.endpoint ?? '-'].join(' ')).join(' | ');
   return {
     status: a.status,

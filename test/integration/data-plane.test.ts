@@ -264,7 +264,7 @@ describe('pass-through answers streamed and read whole', () => {
     expect(a.headers['x-ratelimit-limit']).toBe('1000000');
     expect(a.headers['ratelimit-policy']).toBeUndefined();
     await new Promise((r) => setTimeout(r, 30));
-    const line = p.logs.slice(before).map((l) => JSON.parse(l)).find((l) => l.reqId === a.headers['x-request-id']);
+    const line = p.logs.slice(before).map((l) => JSON.parse(l)).find((l) => l.request_id === a.headers['x-request-id']);
     expect(line).toMatchObject({ status: 200, endpoint: 'passthrough', cache: 'BYPASS', credits: 0 });
   });
 
@@ -283,7 +283,7 @@ describe('pass-through answers streamed and read whole', () => {
     expect(a.headers['content-length']).toBe(String(Buffer.byteLength(a.body)));
     expect(JSON.parse(a.body).request_id).toBe(a.headers['x-request-id']);
     await new Promise((r) => setTimeout(r, 30));
-    expect(p.logs.map((l) => JSON.parse(l)).find((l) => l.reqId === a.headers['x-request-id'])).toMatchObject({ status: 200, endpoint: 'passthrough', credits: 2 });
+    expect(p.logs.map((l) => JSON.parse(l)).find((l) => l.request_id === a.headers['x-request-id'])).toMatchObject({ status: 200, endpoint: 'passthrough', credits: 2 });
   });
 });
 
@@ -329,7 +329,7 @@ describe('during the drain', () => {
       late.map((l) => {
         const a = parseAnswers(Buffer.from(l.text(), 'latin1'), []).answers[0]!;
         const id = a.headers['x-request-id'];
-        const line = d.logs.map((x) => JSON.parse(x)).find((x) => x.reqId === id && x.msg === 'request');
+        const line = d.logs.map((x) => JSON.parse(x)).find((x) => x.request_id === id && x.msg === 'request');
         return [
           l.what,
           {

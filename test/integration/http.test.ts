@@ -231,18 +231,20 @@ describe('logs', () => {
     const before = s.logs.length;
     const r = await s.get('/v1/company?org_id=31');
     const lines = s.logs.slice(before).map((l) => JSON.parse(l));
-    const line = lines.find((l) => l.reqId === r.json.request_id);
-    expect(lines.filter((l) => l.reqId === r.json.request_id)).toHaveLength(1);
+    const line = lines.find((l) => l.request_id === r.json.request_id && l.msg === 'request');
+    expect(lines.filter((l) => l.request_id === r.json.request_id && l.msg === 'request')).toHaveLength(1);
     expect(line).toMatchObject({
       msg: 'request',
       status: 200,
       endpoint: 'company',
-      keyId: s.keyId,
+      key_id: s.keyId,
+      client_ip: '127.0.0.1',
       identity: 'company:org_id:31',
-      upstreamRequestId: r.headers['x-upstream-request-id'],
+      upstream_request_id: r.headers['x-upstream-request-id'],
     });
-    expect(typeof line.upstreamMs).toBe('number');
-    expect(typeof line.ms).toBe('number');
+    expect(line.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(typeof line.upstream_ms).toBe('number');
+    expect(typeof line.duration_ms).toBe('number');
   });
 
   it('never writes a client key or the provider key', async () => {

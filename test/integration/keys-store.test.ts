@@ -165,14 +165,14 @@ describe('KeyStore.findBySecret cache', () => {
   });
 
   it('a remembered key still expires on time (fake clock)', () => {
-    const { secret } = server.create({ name: 'team', expiresAt: clock.now() + 1_000 });
+    const { key, secret } = server.create({ name: 'team', expiresAt: clock.now() + 1_000 });
     const header = `Bearer ${secret}`;
     const before = authenticate(header, server, clock.now());
-    expect('code' in before).toBe(false);
+    expect('refusal' in before).toBe(false);
     clock.advance(999);
-    expect('code' in authenticate(header, server, clock.now())).toBe(false);
+    expect('refusal' in authenticate(header, server, clock.now())).toBe(false);
     clock.advance(1);
-    expect(authenticate(header, server, clock.now())).toMatchObject({ code: 'API_KEY_EXPIRED' });
+    expect(authenticate(header, server, clock.now())).toMatchObject({ refusal: { code: 'API_KEY_EXPIRED' }, keyId: key.id });
     // Refused from the very object that was accepted a millisecond earlier.
     expect(server.findBySecret(secret)!.key).toBe(before);
   });

@@ -84,7 +84,7 @@ describe('startup configuration summary, files owner-only', () => {
     try {
       const summary = output().split('\n').find((l) => l.includes('"msg":"configuration"'));
       expect(summary).toBeDefined();
-      expect(JSON.parse(summary!)).toMatchObject({ dataDir: dir, upstreamUrl: sim.url, upstreamApiKeySet: true, adminTokenSet: true, metricsTokenSet: false, listen: '127.0.0.1:0' });
+      expect(JSON.parse(summary!)).toMatchObject({ data_dir: dir, upstream_url: sim.url, upstream_api_key_set: true, admin_token_set: true, metrics_token_set: false, listen: '127.0.0.1:0' });
       expect(output()).not.toContain('sim_secret_provider_key_0123');
       expect(output()).not.toContain('admin-token-secret-0123456789');
 

@@ -1,12 +1,30 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'yaml';
+import { isMap, isScalar, parse, parseDocument, type Pair, type YAMLMap } from 'yaml';
+import { ENV_ALIASES, ENV_OPTIONS } from '../../src/config-env.js';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, validateConfig } from '../../src/config.js';
 import { configSummary } from '../../src/obs/config-summary.js';
 
 const EXAMPLE = join(import.meta.dirname, '../../config/tollgate.example.yaml');
+const README = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
+
+/** The comments of every leaf of a YAML document, by path: the block above it, and the one after it on its line. */
+function leafComments(map: YAMLMap, prefix = '', out = new Map<string, string>()): Map<string, string> {
+  map.items.forEach((item, i) => {
+    const pair = item as Pair;
+    const key = String((pair.key as { value: unknown }).value);
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (isMap(pair.value)) return leafComments(pair.value, path, out);
+    // The block above a map's first key belongs to the map (yaml's model); it is that key's comment.
+    const above = i === 0 ? (map.commentBefore ?? '') : '';
+    const own = (pair.key as { commentBefore?: string }).commentBefore ?? '';
+    const after = isScalar(pair.value) || pair.value ? ((pair.value as { comment?: string }).comment ?? '') : '';
+    out.set(path, [above, own, after].join('\n'));
+  });
+  return out;
+}
 
 /** Every leaf path of a plain object, e.g. upstream.retries.temporary. */
 function leaves(o: unknown, prefix = ''): string[] {
@@ -20,6 +38,30 @@ describe('config', () => {
     const defaults = validateConfig({});
     expect(leaves(example).sort()).toEqual(leaves(defaults).sort());
     expect(validateConfig(example)).toEqual(defaults);
+  });
+
+  it("the example file names each option's environment variable in its comment", () => {
+    const doc = parseDocument(readFileSync(EXAMPLE, 'utf8'));
+    const top = doc.contents as YAMLMap;
+    const comments = leafComments(top);
+    // The document's own header sits above the first section; the first section is a map, so it is no leaf's.
+    const options = ENV_OPTIONS.filter((o) => o.path !== 'server.trustProxy');
+    for (const o of options) {
+      const owner = comments.has(o.path) ? o.path : o.path.slice(0, o.path.lastIndexOf('.'));
+      expect(comments.get(owner), o.path).toContain(o.env);
+    }
+    for (const [alias, path] of Object.entries(ENV_ALIASES)) expect(comments.get(path), alias).toContain(alias);
+  });
+
+  it('the README table lists every option with its variable and its default', () => {
+    const rows = new Map([...README.matchAll(/^\| `([A-Za-z_.]+)` \| `(TOLLGATE_[A-Z0-9_]+)`[^|]*\| `(.*)` \|$/gm)].map((m) => [m[1]!, { env: m[2]!, def: m[3]! }]));
+    const defaults = validateConfig({});
+    const options = ENV_OPTIONS.filter((o) => o.path !== 'server.trustProxy');
+    expect([...rows.keys()].sort()).toEqual(options.map((o) => o.path).sort());
+    for (const o of options) {
+      const value = o.path.split('.').reduce<unknown>((n, k) => (n as Record<string, unknown> | null)?.[k], defaults);
+      expect(rows.get(o.path), o.path).toEqual({ env: o.env, def: JSON.stringify(value ?? null) });
+    }
   });
 
   it('layers file < env < flags', () => {
@@ -116,11 +158,11 @@ describe('the startup summary (obs/config-summary.ts)', () => {
   it('names the shared backend and its URLs without their passwords', () => {
     const c = validateConfig({ storage: { databaseUrl: 'postgres://tollgate:s3cret-pw@db:5432/tg', redisUrl: 'redis://:r3dis-pw@cache:6379/0' } });
     const summary = configSummary(c);
-    expect(summary).toMatchObject({ storage: 'shared', dataDir: null });
+    expect(summary).toMatchObject({ storage: 'shared', data_dir: null });
     const text = JSON.stringify(summary);
     expect(text).toContain('db:5432/tg');
     expect(text).not.toContain('s3cret-pw');
     expect(text).not.toContain('r3dis-pw');
-    expect(configSummary(validateConfig({}))).toMatchObject({ storage: 'embedded', databaseUrl: null, redisUrl: null });
+    expect(configSummary(validateConfig({}))).toMatchObject({ storage: 'embedded', database_url: null, redis_url: null });
   });
 });

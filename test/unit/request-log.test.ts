@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/obs/logger.js';
 import { logRequest, pathOf, type RequestFields } from '../../src/obs/request-log.js';
 import type { LookupTrace } from '../../src/domain/trace.js';
+import { traceContext } from '../../src/domain/trace-context.js';
 
 function capture(level = 'info') {
   const lines: string[] = [];
@@ -22,21 +23,24 @@ function viaPino(f: RequestFields): Record<string, unknown> {
   const t = f.trace;
   logger.info(
     {
-      reqId: f.reqId,
+      request_id: f.requestId,
+      trace_id: f.traceContext?.traceId,
+      span_id: f.traceContext?.spanId,
+      client_ip: f.clientIp,
       method: f.method,
       path: pathOf(f.url),
       status: f.status,
       code: f.code ?? undefined,
       endpoint: f.endpoint ?? undefined,
-      keyId: t?.keyId,
+      key_id: t?.keyId,
       identity: t?.identity,
       cache: t?.cache,
       collapsed: t?.collapsed || undefined,
-      upstreamMs: t?.upstreamMs,
-      upstreamRequestId: t?.upstreamRequestId,
+      upstream_ms: t?.upstreamMs,
+      upstream_request_id: t?.upstreamRequestId,
       credits: t?.creditsUsed,
-      creditsSaved: t?.creditsSaved || undefined,
-      ms: Math.round(f.ms * 100) / 100,
+      credits_saved: t?.creditsSaved || undefined,
+      duration_ms: Math.round(f.ms * 100) / 100,
     },
     'request',
   );
@@ -58,7 +62,15 @@ function withoutTime(line: string): Record<string, unknown> {
   return o;
 }
 
-const base: RequestFields = { reqId: 'req_01KAAAAAAAAAAAAAAAAAAAAAAA', method: 'GET', url: '/v1/profile?person.id=1', status: 200, ms: 0.123456 };
+const base: RequestFields = {
+  requestId: 'req_01KAAAAAAAAAAAAAAAAAAAAAAA',
+  traceContext: traceContext('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', undefined),
+  clientIp: '203.0.113.7',
+  method: 'GET',
+  url: '/v1/profile?person.id=1',
+  status: 200,
+  ms: 0.123456,
+};
 
 describe('request log line', () => {
   it('equals what pino writes, key order included, for a hit and for a refusal', () => {
@@ -69,6 +81,7 @@ describe('request log line', () => {
       { ...base, endpoint: 'company', trace: miss },
       { ...base, status: 401, code: 'MISSING_API_KEY', endpoint: 'profile', trace: {} },
       { ...base, status: 404, code: 'ROUTE_NOT_FOUND', trace: null, url: '/nowhere' },
+      { ...base, status: 400, code: 'INVALID_PARAMETER', traceContext: null, trace: null, clientIp: '::1' },
     ]) {
       const mine = handBuilt(f);
       expect(mine.parsed).toEqual(viaPino(f));
@@ -76,10 +89,10 @@ describe('request log line', () => {
     }
   });
 
-  it('stays valid JSON equal to pino for any path, identity and provider id (quotes, controls, unicode)', () => {
+  it('stays valid JSON equal to pino for any path, identity, client address and provider id (quotes, controls, unicode)', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.double(), (path, identity, upstreamRequestId, ms) => {
-        const f: RequestFields = { ...base, url: '/' + path, ms, trace: { identity, upstreamRequestId, upstreamMs: ms } };
+      fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.double(), (path, identity, upstreamRequestId, clientIp, ms) => {
+        const f: RequestFields = { ...base, url: '/' + path, ms, clientIp, trace: { identity, upstreamRequestId, upstreamMs: ms } };
         expect(handBuilt(f).parsed).toEqual(viaPino(f));
       }),
     );
@@ -91,5 +104,12 @@ describe('request log line', () => {
     expect(quiet.lines).toHaveLength(0);
     const long = handBuilt({ ...base, url: '/v1/' + 'x'.repeat(5000) + '?q=1' });
     expect((long.parsed.path as string).length).toBe(201);
+  });
+
+  it('names the request, its trace and the client as every line does: request_id, trace_id, span_id, client_ip', () => {
+    const line = handBuilt({ ...base, endpoint: 'profile', trace: { keyId: 'key_1' } }).parsed;
+    expect(line).toMatchObject({ request_id: base.requestId, trace_id: '4bf92f3577b34da6a3ce929d0e0e4736', client_ip: '203.0.113.7', key_id: 'key_1' });
+    expect(line.span_id).toMatch(/^[0-9a-f]{16}$/);
+    expect(line.span_id).not.toBe('00f067aa0ba902b7');
   });
 });

@@ -116,7 +116,7 @@ export class ReplicaLease {
       if ((renewed.rowCount ?? 0) === 0 && !this.stopped) {
         // Expired, or deleted by a recovery: the calls in flight may have been charged at their
         // estimates. Registered again, the replica goes on; its ledger rows replace those charges.
-        this.opts.log?.warn({ replica: this.id, leaseMs: this.leaseMs }, 'replica lease had lapsed; its reservations may have been charged by another replica');
+        this.opts.log?.warn({ replica: this.id, lease_ms: this.leaseMs }, 'replica lease had lapsed; its reservations may have been charged by another replica');
         this.opts.onLost?.();
         await this.register(false);
       }

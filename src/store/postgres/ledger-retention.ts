@@ -92,7 +92,7 @@ export class PgLedgerRetention {
     const t0 = performance.now();
     try {
       const folded = await this.prune(this.opts.clock.now());
-      if (folded > 0) this.opts.log?.info({ deleted: folded, ms: Math.round(performance.now() - t0) }, 'ledger rows past the retention folded into daily totals and deleted');
+      if (folded > 0) this.opts.log?.info({ deleted: folded, duration_ms: Math.round(performance.now() - t0) }, 'ledger rows past the retention folded into daily totals and deleted');
     } catch (err) {
       this.opts.log?.error({ err }, 'ledger retention pass failed; retried at the next');
     }

@@ -61,14 +61,14 @@ export class FallbackRateCounters implements RateCounters {
       const v = await shared();
       if (this.failing) {
         this.failing = false;
-        this.log?.info({ decidedWithout: this.fallbacks }, 'rate limits use the shared counters again');
+        this.log?.info({ decided_without: this.fallbacks }, 'rate limits use the shared counters again');
       }
       return v;
     } catch (err) {
       if (!isStorageError(err)) throw err;
       if (!this.failing) {
         this.failing = true;
-        this.log?.error({ err: { name: (err as Error).constructor.name, message: (err as Error).message }, onStoreFailure: this.mode }, this.mode === 'open' ? 'rate counters unreachable: each replica counts on its own' : 'rate counters unreachable: limited requests refused');
+        this.log?.error({ err: { name: (err as Error).constructor.name, message: (err as Error).message }, on_store_failure: this.mode }, this.mode === 'open' ? 'rate counters unreachable: each replica counts on its own' : 'rate counters unreachable: limited requests refused');
       }
       this.fallbacks++;
       if (this.mode === 'closed' && policies.some((p) => p.enforced)) throw new StorageUnavailable('redis', (err as Error).constructor.name, 1_000);

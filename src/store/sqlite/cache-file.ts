@@ -40,7 +40,7 @@ export function openServingCacheDb(config: Readonly<Config>, upstreamUrl: string
     db.close();
     const aside = moveAside(cacheDbPath(config), 'upstream');
     log?.warn(
-      { aside, recordedUpstream: check.recorded ?? 'unknown', upstream: identity },
+      { aside, recorded_upstream: check.recorded ?? 'unknown', upstream: identity },
       `cache.db holds answers from ${check.recorded ?? 'an unrecorded upstream'}, not from ${identity}; moved aside, starting with an empty cache`,
     );
     db = openCacheDb(config, log, opts);

@@ -96,7 +96,7 @@ async function pruneLedger(retention: LedgerRetention, clock: Clock, log: Storag
   const t0 = performance.now();
   try {
     const deleted = await retention.prune(clock.now());
-    if (deleted > 0) log?.info({ deleted, ms: Math.round(performance.now() - t0) }, 'ledger rows past the retention deleted (their daily totals stay)');
+    if (deleted > 0) log?.info({ deleted, duration_ms: Math.round(performance.now() - t0) }, 'ledger rows past the retention deleted (their daily totals stay)');
   } catch (err) {
     if (!(err instanceof StorageUnavailable)) log?.error({ err }, 'ledger retention pass failed; retried at the next');
   }

@@ -1,0 +1,126 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { exited, runCli, startCli } from '../helpers/cli.js';
+import { startSimulator } from '../../src/simulator/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const PROVIDER_KEY = 'sk_provider_secret_value_0123';
+const ADMIN_TOKEN = 'admin-token-secret-value-0123';
+const DB_PASSWORD = 'pg-password-secret';
+
+/** The variables a developer's shell might hold are not this test's: only what it sets counts. */
+const clean = Object.fromEntries(Object.keys(process.env).filter((k) => k.startsWith('TOLLGATE_')).map((k) => [k, '']));
+
+describe('tollgate config check', () => {
+  it('--json: every option with its value, source and variable; secrets masked; exit 0', async () => {
+    const file = join(dir, 'tollgate.yaml');
+    writeFileSync(file, 'server:\n  port: 9000\nupstream:\n  maxConcurrency: 8\n');
+    const secret = join(dir, 'provider_key');
+    writeFileSync(secret, PROVIDER_KEY + '\n');
+    const r = await runCli(['--config', file, '--log-level', 'warn', 'config', 'check', '--json'], {
+      ...clean,
+      TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:1',
+      TOLLGATE_UPSTREAM_API_KEY_FILE: secret,
+      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+      TOLLGATE_UPSTREAM_MAX_CONCURRENCY: '16',
+      TOLLGATE_DATABASE_URL: `postgres://tollgate:${DB_PASSWORD}@db:5432/tollgate`,
+      TOLLGATE_STORAGE_REDIS_URL: 'redis://:redis-secret@cache:6379/0',
+      TOLLGATE_ADMIN_KEY: 'oops',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    for (const s of [PROVIDER_KEY, ADMIN_TOKEN, DB_PASSWORD, 'redis-secret']) expect(r.stdout).not.toContain(s);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ valid: true, file, precedence: 'flags > environment > file > defaults' });
+    const row = (option: string) => out.options.find((o: { option: string }) => o.option === option);
+    expect(row('server.port')).toEqual({ option: 'server.port', value: 9000, source: `file:${file}`, env: 'TOLLGATE_SERVER_PORT' });
+    expect(row('upstream.maxConcurrency')).toEqual({ option: 'upstream.maxConcurrency', value: 16, source: 'env:TOLLGATE_UPSTREAM_MAX_CONCURRENCY', env: 'TOLLGATE_UPSTREAM_MAX_CONCURRENCY' });
+    expect(row('logLevel')).toMatchObject({ value: 'warn', source: 'flag' });
+    expect(row('server.host')).toMatchObject({ value: '0.0.0.0', source: 'default' });
+    expect(row('upstream.apiKey')).toMatchObject({ value: '********', source: 'env:TOLLGATE_UPSTREAM_API_KEY_FILE' });
+    expect(row('adminToken')).toMatchObject({ value: '********', source: 'env:TOLLGATE_ADMIN_TOKEN' });
+    expect(row('metrics.token')).toMatchObject({ value: null, source: 'default' });
+    expect(row('storage.databaseUrl')).toMatchObject({ value: 'postgres://tollgate:********@db:5432/tollgate', source: 'env:TOLLGATE_DATABASE_URL' });
+    expect(row('storage.redisUrl')).toMatchObject({ value: 'redis://:********@cache:6379/0' });
+    expect(row('upstream.rateLimit')).toMatchObject({ value: null, env: 'TOLLGATE_UPSTREAM_RATE_LIMIT_COUNT, TOLLGATE_UPSTREAM_RATE_LIMIT_PER_MS' });
+    expect(out.options.length).toBeGreaterThan(60);
+    expect(out.warnings).toEqual(['TOLLGATE_ADMIN_KEY is not a Tollgate setting and is ignored; did you mean TOLLGATE_ADMIN_TOKEN?']);
+  });
+
+  it('text: a table of option, value, source and variable, then the warnings', async () => {
+    const r = await runCli(['config', 'check'], { ...clean, TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:1', TOLLGATE_UPSTREAM_API_KEY: PROVIDER_KEY, TOLLGATE_PORT: '8081', TOLLGATE_LOGLEVEL: 'debug' });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Configuration valid \(file: none; precedence: flags > environment > file > defaults; secrets masked\)/);
+    expect(r.stdout).toMatch(/^server\.port +8081 +env:TOLLGATE_PORT +TOLLGATE_SERVER_PORT$/m);
+    expect(r.stdout).toMatch(/^upstream\.apiKey +"\*{8}" +env:TOLLGATE_UPSTREAM_API_KEY +TOLLGATE_UPSTREAM_API_KEY$/m);
+    expect(r.stdout).toContain('Warnings:\n  TOLLGATE_LOGLEVEL is not a Tollgate setting and is ignored; did you mean TOLLGATE_LOG_LEVEL?');
+    expect(r.stdout).not.toContain(PROVIDER_KEY);
+  });
+
+  it('invalid: exit 2, every problem with its source (--json on stdout, the error as one JSON line on stderr)', async () => {
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, 'server:\n  port: 70000\n');
+    const r = await runCli(['--config', file, 'config', 'check', '--json'], { ...clean, TOLLGATE_UPSTREAM_URL: 'ftp://x', TOLLGATE_ADMIN_TOKEN: 'short' });
+    expect(r.code).toBe(2);
+    const out = JSON.parse(r.stdout);
+    expect(out.valid).toBe(false);
+    expect(out.errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ option: 'server.port', source: `file:${file}` }),
+        expect.objectContaining({ option: 'upstream.url', source: 'env:TOLLGATE_UPSTREAM_URL' }),
+        expect.objectContaining({ option: 'adminToken', message: 'must be at least 16 characters', source: 'env:TOLLGATE_ADMIN_TOKEN' }),
+      ]),
+    );
+    const error = JSON.parse(r.stderr.trim().split('\n').pop()!).error;
+    expect(error).toMatchObject({ code: 'CONFIG_INVALID', exit_code: 2 });
+    expect(error.message).toMatch(/^Invalid configuration:\n {2}server\.port: .*\[file:/);
+    expect(r.stdout + r.stderr).not.toContain('"short"');
+  });
+
+  it('what serve cannot run without is a problem too; an unreadable _FILE names the variable and the path', async () => {
+    const none = await runCli(['config', 'check'], { ...clean });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('upstream.url: required (or set TOLLGATE_UPSTREAM_URL)');
+    const missing = join(dir, 'no-such-secret');
+    const r = await runCli(['config', 'check', '--json'], { ...clean, TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:1', TOLLGATE_UPSTREAM_API_KEY_FILE: missing });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout).errors).toEqual([{ option: 'TOLLGATE_UPSTREAM_API_KEY_FILE', message: `cannot read ${missing} (ENOENT)`, source: 'env:TOLLGATE_UPSTREAM_API_KEY_FILE' }]);
+    expect(r.stderr).toContain(`TOLLGATE_UPSTREAM_API_KEY_FILE: cannot read ${missing} (ENOENT)`);
+  });
+
+  it('--help shows examples, with what the exit code says', async () => {
+    const r = await runCli(['config', 'check', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('$ tollgate config check');
+    expect(r.stdout).toContain('exit 0 valid, 2 invalid');
+  });
+});
+
+describe('serve with an unknown TOLLGATE_ variable', () => {
+  it('starts, and reports the variable on stderr and in the configuration log line', async () => {
+    const sim = await startSimulator({ apiKey: 'sim_key_for_config_cli_test_01' });
+    try {
+      const env = {
+        ...clean,
+        TOLLGATE_UPSTREAM_URL: sim.url,
+        TOLLGATE_UPSTREAM_API_KEY: 'sim_key_for_config_cli_test_01',
+        TOLLGATE_SERVER_PORT: '0',
+        TOLLGATE_SERVER_HOST: '127.0.0.1',
+        TOLLGATE_ADMIN_KEY: 'admin-token-0123456789',
+      };
+      const { child, output } = await startCli(['serve', '--data-dir', join(dir, 'data')], env, /tollgate listening/);
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+      const hint = 'TOLLGATE_ADMIN_KEY is not a Tollgate setting and is ignored; did you mean TOLLGATE_ADMIN_TOKEN?';
+      expect(output()).toContain(`tollgate: warning: ${hint}`);
+      const line = output().split('\n').find((l) => l.includes('"msg":"configuration"'));
+      expect(JSON.parse(line!)).toMatchObject({ warnings: [hint], admin_token_set: false });
+    } finally {
+      await sim.close();
+    }
+  });
+});
