@@ -2,6 +2,7 @@ import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundK
 import type { DB } from './db.js';
 import type { Clock } from '../../domain/clock.js';
 import { DataVersionWatch } from './data-version.js';
+import { frozen, toKey, type KeyRow } from './key-rows.js';
 import type { Keys } from '../ports.js';
 import { keyChange, type AuditAction } from '../../domain/audit.js';
 import type { AuditStore } from './audit.js';
@@ -12,27 +13,6 @@ import type { AuditStore } from './audit.js';
  * than this only pays the SQLite read it paid before the cache existed.
  */
 const FOUND_CACHE_MAX = 10_000;
-
-/** A row of api_keys as the store reads it (export-reader.ts reads it too). */
-export interface KeyRow {
-  id: string;
-  name: string;
-  owner: string | null;
-  prefix: string;
-  created_at: number;
-  updated_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-  last_used_at: number | null;
-  rate: string | null;
-  credits: string | null;
-  endpoints: string | null;
-  strategies: string | null;
-  cache_isolated: number;
-  secret_hash: string;
-  prev_expires_at: number | null;
-}
-
 
 /**
  * Writes made through any KeyStore on a connection, per connection: SQLite's data_version
@@ -241,31 +221,4 @@ export class KeyStore implements Keys {
   private wrote(): void {
     this.writes.n++;
   }
-}
-
-/** A remembered key is handed to every request that presents its secret: none may change it. */
-function frozen(k: ApiKey): ApiKey {
-  if (k.endpoints) Object.freeze(k.endpoints);
-  if (k.strategies) Object.freeze(k.strategies);
-  return Object.freeze(k);
-}
-
-function toKey(r: KeyRow): ApiKey {
-  return {
-    id: r.id,
-    name: r.name,
-    owner: r.owner,
-    prefix: r.prefix,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    expiresAt: r.expires_at,
-    revokedAt: r.revoked_at,
-    lastUsedAt: r.last_used_at,
-    rate: r.rate,
-    credits: r.credits,
-    endpoints: r.endpoints ? (JSON.parse(r.endpoints) as string[]) : null,
-    strategies: r.strategies ? (JSON.parse(r.strategies) as string[]) : null,
-    cacheIsolated: r.cache_isolated === 1,
-    previousExpiresAt: r.prev_expires_at,
-  };
 }
