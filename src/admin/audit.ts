@@ -32,7 +32,7 @@ const DAY = 86_400_000;
 /** The query, or what is wrong with the first bad field. */
 export function auditQuery(input: Readonly<Record<string, unknown>>): AuditQuery | AuditInputError {
   for (const k of Object.keys(input)) {
-    if (!(AUDIT_PARAMS as readonly string[]).includes(k)) return { code: 'UNKNOWN_PARAMETER', field: k, message: `unknown parameter; allowed: ${AUDIT_PARAMS.join(', ')}` };
+    if (!(AUDIT_PARAMS as readonly string[]).includes(k)) return { code: 'UNKNOWN_PARAMETER', field: k === '' ? "''" : k, message: `unknown parameter; allowed: ${AUDIT_PARAMS.join(', ')}` };
   }
   const bad = (field: string, message: string): AuditInputError => ({ code: 'INVALID_PARAMETER', field, message });
   const text: Record<string, string> = {};
