@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
 import { ConfigSchema } from './config-schema.js';
+import { registerAudit } from './cli/audit.js';
 import { registerCache } from './cli/cache.js';
 import { cliFailure, reportFailure, wantsJson } from './cli/exit.js';
 import { registerConfig } from './cli/config.js';
@@ -43,6 +44,7 @@ registerRun(program);
 registerKeys(program);
 registerCache(program);
 registerUsage(program);
+registerAudit(program);
 registerMigrate(program);
 registerMeta(program);
 registerConfig(program);

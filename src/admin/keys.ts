@@ -107,8 +107,13 @@ export function parseKeyInput(input: KeyInput): KeyPatch {
 
 export type KeyDefaults = Readonly<Config['keys']['defaults']>;
 
+/*
+ * The writes below take the change's actor (domain/audit.ts): the store records the change in
+ * the audit log with it, in the change's own transaction.
+ */
+
 /** Create a key; rate and credits not given come from `keys.defaults`. The secret is returned once. */
-export function createKey(store: Keys, defaults: KeyDefaults, input: KeyInput): MaybePromise<{ key: ApiKey; secret: string }> {
+export function createKey(store: Keys, defaults: KeyDefaults, input: KeyInput, actor: string): MaybePromise<{ key: ApiKey; secret: string }> {
   const p = parseKeyInput(input);
   if (p.name === undefined) throw new KeyInputError('name', 'is required');
   return store.create({
@@ -120,23 +125,23 @@ export function createKey(store: Keys, defaults: KeyDefaults, input: KeyInput): 
     strategies: p.strategies ?? null,
     expiresAt: p.expiresAt ?? null,
     cacheIsolated: p.cacheIsolated ?? false,
-  });
+  }, actor);
 }
 
 /** Null when there is no such key. A running server applies the change on its next request. */
-export function updateKey(store: Keys, id: string, input: KeyInput): MaybePromise<ApiKey | null> {
+export function updateKey(store: Keys, id: string, input: KeyInput, actor: string): MaybePromise<ApiKey | null> {
   const p = parseKeyInput(input);
   if (Object.keys(p).length === 0) throw new KeyInputError('(body)', 'nothing to change');
-  return store.update(id, p);
+  return store.update(id, p, actor);
 }
 
 export type RotateResult = { ok: true; key: ApiKey; secret: string } | { ok: false; reason: 'not_found' | 'revoked' };
 
-export async function rotateKey(store: Keys, id: string, overlap: unknown): Promise<RotateResult> {
+export async function rotateKey(store: Keys, id: string, overlap: unknown, actor: string): Promise<RotateResult> {
   const overlapMs = overlap === undefined ? 0 : durationMs('overlap', overlap);
   const k = await store.get(id);
   if (!k) return { ok: false, reason: 'not_found' };
-  const r = await store.rotate(id, overlapMs);
+  const r = await store.rotate(id, overlapMs, actor);
   return r ? { ok: true, ...r } : { ok: false, reason: 'revoked' };
 }
 

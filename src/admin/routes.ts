@@ -14,11 +14,13 @@ import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { sendFailure as sendAnswerFailure } from '../http/fastify-reply.js';
 import { UsageRangePruned } from '../domain/ledger.js';
+import { ADMIN_API_ACTOR, purgeChange } from '../domain/audit.js';
+import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
 
 export interface AdminDeps {
   readonly config: Readonly<Config>;
-  /** Keys, the response cache (whose purge never stalls the server) and the usage ledger. */
-  readonly backend: Pick<StorageBackend, 'keys' | 'cache' | 'ledger'>;
+  /** Keys, the response cache (whose purge never stalls the server), the usage ledger and the audit log. */
+  readonly backend: Pick<StorageBackend, 'keys' | 'cache' | 'ledger' | 'audit'>;
   readonly admission: Admission;
   readonly accounting: Accounting;
   readonly clock: Clock;
@@ -94,7 +96,9 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         return sendFailure(reply, failure('INTERNAL_ERROR'));
       });
 
-      const { keys, cache, ledger } = deps.backend;
+      const { keys, cache, ledger, audit } = deps.backend;
+      // Who every change made here is by, in the audit log (a label option for the token is pending).
+      const actor = ADMIN_API_ACTOR;
       const now = () => deps.clock.now();
       const mustGet = async (id: string) => {
         const k = await keys.get(id);
@@ -103,7 +107,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       };
 
       admin.post('/keys', async (request, reply) => {
-        const { key, secret } = await createKey(keys, deps.config.keys.defaults, bodyOf(request, KEY_FIELDS) as KeyInput);
+        const { key, secret } = await createKey(keys, deps.config.keys.defaults, bodyOf(request, KEY_FIELDS) as KeyInput, actor);
         return send(reply, 201, { id: key.id, key: secret, api_key: keyView(key, now()) });
       });
 
@@ -115,20 +119,20 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       });
 
       admin.patch<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
-        const k = await updateKey(keys, request.params.id, bodyOf(request, KEY_FIELDS) as KeyInput);
+        const k = await updateKey(keys, request.params.id, bodyOf(request, KEY_FIELDS) as KeyInput, actor);
         if (!k) throw new Refusal(failure('NOT_FOUND', `No key with id ${request.params.id}.`));
         return send(reply, 200, keyView(k, now()));
       });
 
       admin.post<{ Params: { id: string } }>('/keys/:id/revoke', async (request, reply) => {
         await mustGet(request.params.id);
-        await keys.revoke(request.params.id);
+        await keys.revoke(request.params.id, actor);
         return send(reply, 200, keyView(await mustGet(request.params.id), now()));
       });
 
       admin.post<{ Params: { id: string } }>('/keys/:id/rotate', async (request, reply) => {
         const { overlap } = bodyOf(request, new Set(['overlap']));
-        const r = await rotateKey(keys, request.params.id, overlap);
+        const r = await rotateKey(keys, request.params.id, overlap, actor);
         if (!r.ok && r.reason === 'not_found') throw new Refusal(failure('NOT_FOUND', `No key with id ${request.params.id}.`));
         if (!r.ok) throw new Refusal(failure('CONFLICT', `Key ${request.params.id} is revoked; create a new key instead.`));
         return send(reply, 200, { id: r.key.id, key: r.secret, api_key: keyView(r.key, now()) });
@@ -160,8 +164,17 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         if (b.all !== undefined && typeof b.all !== 'boolean') throw new Refusal(failure('INVALID_PARAMETER', 'all must be true or false.'));
         const filter = purgeFilter(b as { url?: string; id?: string; endpoint?: string; all?: boolean }, deps.config.network.domain);
         if (typeof filter === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${filter.replace(/--/g, '')}.`));
-        // The server's port purges in bounded batches with the event loop's turn between them.
-        return send(reply, 200, { purged: await cache.purge(filter) });
+        // The server's port purges in bounded batches with the event loop's turn between them;
+        // cache.db is not the audit log's database, so its entry follows the purge (README "Audit log").
+        const purged = await cache.purge(filter);
+        await audit.append(purgeChange(actor, filter, purged));
+        return send(reply, 200, { purged });
+      });
+
+      admin.get<{ Querystring: Record<string, unknown> }>('/audit', async (request, reply) => {
+        const q = auditQuery(request.query);
+        if (isAuditInputError(q)) throw new Refusal(failure(q.code, `${q.field}: ${q.message}.`));
+        return send(reply, 200, auditPageView(await audit.list(q)));
       });
     },
     { prefix: '/admin' },

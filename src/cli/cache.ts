@@ -2,13 +2,18 @@ import { Option, type Command } from 'commander';
 import { ENDPOINT_NAMES } from '../domain/endpoints.js';
 import { cacheStatsView } from '../admin/cache.js';
 import { purgeFilter } from '../domain/purge-filter.js';
-import type { ResponseCache } from '../store/ports.js';
+import { purgeChange } from '../domain/audit.js';
+import type { AuditLog, ResponseCache } from '../store/ports.js';
+import { cliActor } from './audit.js';
 import { CliError, configFrom, examples, jsonOption, printJson, withStorage, type GlobalOpts } from './common.js';
 
-/** Run with the response cache of the configured data dir; never opens tollgate.db. */
-function withCache<T>(cmd: Command, fn: (cache: ResponseCache, domain: string) => T | Promise<T>): Promise<T> {
+/**
+ * Run with the response cache of the configured data dir. Only a purge opens tollgate.db too,
+ * for the audit log (opened before anything is deleted, so that a missing one is refused first).
+ */
+function withCache<T>(cmd: Command, fn: (cache: ResponseCache, domain: string, audit: () => AuditLog) => T | Promise<T>, audited = false): Promise<T> {
   const config = configFrom(cmd.optsWithGlobals<GlobalOpts>());
-  return withStorage(config, 'cache', 'read', (storage) => fn(storage.cache, config.network.domain));
+  return withStorage(config, audited ? ['cache', 'main'] : 'cache', 'read', (storage) => fn(storage.cache, config.network.domain, () => storage.audit));
 }
 
 export function registerCache(program: Command): void {
@@ -45,11 +50,18 @@ export function registerCache(program: Command): void {
     ['all cached profile posts', 'tollgate cache purge --endpoint profile_posts'],
     ['everything', 'tollgate cache purge --all --json'],
   ]).action(async function (this: Command, o: { url?: string; id?: string; endpoint?: string; all?: boolean; json?: boolean }) {
-    const n = await withCache(this, (c, domain) => {
-      const filter = purgeFilter(o, domain);
-      if (typeof filter === 'string') throw new CliError(`cache purge: ${filter}`);
-      return c.purge(filter);
-    });
+    const n = await withCache(
+      this,
+      async (c, domain, audit) => {
+        const filter = purgeFilter(o, domain);
+        if (typeof filter === 'string') throw new CliError(`cache purge: ${filter}`);
+        const purged = await c.purge(filter);
+        // cache.db is not the audit log's database: the entry follows the purge (README "Audit log").
+        await audit().append(purgeChange(cliActor(), filter, purged));
+        return purged;
+      },
+      true,
+    );
     if (o.json) return printJson({ purged: n });
     console.log(`Purged ${n} entr${n === 1 ? 'y' : 'ies'}.`);
   });

@@ -55,17 +55,17 @@ export function portNumber(v: string): number {
 }
 
 /**
- * Storage for a command, opening the one part it uses (`main`: keys and the ledger in
+ * Storage for a command, opening the parts it uses (`main`: keys and the ledger in
  * tollgate.db; `cache`: cache.db) and saying on stderr which file (so --json output stays
  * clean). `read` refuses a missing file instead of creating an empty database the server
  * never sees: a key made in the wrong directory would otherwise be answered 401.
  */
-export async function openForCli(config: Readonly<Config>, part: StoragePart, mode: 'read' | 'create'): Promise<StorageBackend> {
+export async function openForCli(config: Readonly<Config>, part: StoragePart | readonly StoragePart[], mode: 'read' | 'create'): Promise<StorageBackend> {
   if (usesSharedStorage(config)) return openShared(config);
   try {
     return openBackend(config, {
       role: 'cli',
-      open: [part],
+      open: typeof part === 'string' ? [part] : part,
       create: mode === 'create',
       notify: {
         opening: (_part, _name, location) => console.error(`tollgate: using ${location}`),
@@ -82,7 +82,7 @@ export async function openForCli(config: Readonly<Config>, part: StoragePart, mo
 /** Run `fn` on storage opened for a command, and close it however `fn` ends. */
 export async function withStorage<T>(
   config: Readonly<Config>,
-  part: StoragePart,
+  part: StoragePart | readonly StoragePart[],
   mode: 'read' | 'create',
   fn: (storage: StorageBackend) => T | Promise<T>,
 ): Promise<T> {

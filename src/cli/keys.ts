@@ -3,6 +3,7 @@ import { STRATEGIES } from '../domain/endpoints.js';
 import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/ports.js';
+import { cliActor } from './audit.js';
 import { CliError, configFrom, examples, jsonOption, printJson, withStorage, type GlobalOpts } from './common.js';
 
 const FLAG: Record<string, string> = {
@@ -98,7 +99,7 @@ export function registerKeys(program: Command): void {
     ['only company lookups, until the end of January', 'tollgate keys create --name crm-sync --endpoints company,company_posts --expires 2027-01-31T00:00:00Z'],
     ['the secret alone, for a script', 'tollgate keys create --name ci --json | jq -r .key'],
   ]).action(async function (this: Command, o: KeyOpts) {
-    const { key, secret } = await withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o)), 'create');
+    const { key, secret } = await withStore(this, (s, c) => createKey(s, c.keys.defaults, inputOf(o), cliActor()), 'create');
     if (o.json) printSecret(key, secret);
     else console.log(`Created ${key.id} (${key.name}).\nSecret (shown once, store it now):\n  ${secret}`);
   });
@@ -136,7 +137,7 @@ export function registerKeys(program: Command): void {
     ['raise the monthly budget, keep the rest', 'tollgate keys update key_0123456789abcdef01234567 --credits 20000/month'],
     ['lift the rate limit and the expiry', 'tollgate keys update key_0123456789abcdef01234567 --rate none --expires never'],
   ]).action(async function (this: Command, id: string, o: KeyOpts) {
-    const k = await withStore(this, (s) => updateKey(s, id, inputOf(o)));
+    const k = await withStore(this, (s) => updateKey(s, id, inputOf(o), cliActor()));
     if (!k) throw new CliError(`no key with id ${id}`, 'NOT_FOUND');
     print(keyView(k, Date.now()), o.json);
   });
@@ -150,7 +151,7 @@ export function registerKeys(program: Command): void {
     ['a new secret; the old one stops at once', 'tollgate keys rotate key_0123456789abcdef01234567'],
     ['the old secret keeps working for a day, while clients switch', 'tollgate keys rotate key_0123456789abcdef01234567 --overlap 24h'],
   ]).action(async function (this: Command, id: string, o: { overlap?: string; json?: boolean }) {
-    const r = await withStore(this, (s) => rotateKey(s, id, o.overlap));
+    const r = await withStore(this, (s) => rotateKey(s, id, o.overlap, cliActor()));
     if (!r.ok) throw r.reason === 'not_found' ? new CliError(`no key with id ${id}`, 'NOT_FOUND') : new CliError(`${id} is revoked; create a new key instead`, 'CONFLICT');
     if (o.json) return printSecret(r.key, r.secret);
     const until = r.key.previousExpiresAt !== null && r.key.previousExpiresAt > Date.now() ? `until ${new Date(r.key.previousExpiresAt).toISOString()}` : 'no longer';
@@ -162,7 +163,7 @@ export function registerKeys(program: Command): void {
   examples(revoke, [['refuse a key from its next request on', 'tollgate keys revoke key_0123456789abcdef01234567']]).action(
     async function (this: Command, id: string, o: { json?: boolean }) {
       // Revoking a revoked key succeeds and changes nothing, as in the admin API.
-      const after = await withStore(this, async (s) => ((await s.get(id)) ? { done: await s.revoke(id), key: await s.get(id) } : null));
+      const after = await withStore(this, async (s) => ((await s.get(id)) ? { done: await s.revoke(id, cliActor()), key: await s.get(id) } : null));
       if (after === null || !after.key) throw new CliError(`no key with id ${id}`, 'NOT_FOUND');
       if (o.json) return printJson(keyView(after.key, Date.now()));
       console.log(after.done ? `Revoked ${id}.` : `${id} was already revoked.`);

@@ -1,3 +1,4 @@
+import type { AuditEntry, AuditPage, AuditQuery, NewAuditEntry } from '../domain/audit.js';
 import type { CacheEntry, CacheStats, NewEntry } from '../domain/cache-entry.js';
 import type { Budget, BudgetState, Period } from '../domain/credits.js';
 import type { ApiKey, FoundKey, KeyPatch, NewKey } from '../domain/keys.js';
@@ -39,13 +40,32 @@ export interface Keys {
   findBySecret(secret: string): MaybePromise<FoundKey | null>;
   get(id: string): MaybePromise<ApiKey | null>;
   list(): MaybePromise<ApiKey[]>;
-  create(input: NewKey): MaybePromise<{ key: ApiKey; secret: string }>;
+  /*
+   * The writes take the actor of an admin change (the admin API, the CLI): given one, the
+   * backend appends the change's audit entry (domain/audit.ts keyChange) atomically with the
+   * change itself, so that neither lands without the other. A write that changes nothing
+   * (a missing key, a revoked one rotated or revoked again) appends nothing. Without an
+   * actor nothing is audited: the tests' and the demo's own keys, never an admin's.
+   */
+  create(input: NewKey, actor?: string): MaybePromise<{ key: ApiKey; secret: string }>;
   /** Null when there is no such key. */
-  update(id: string, patch: KeyPatch): MaybePromise<ApiKey | null>;
+  update(id: string, patch: KeyPatch, actor?: string): MaybePromise<ApiKey | null>;
   /** A new secret; the replaced one works for `overlapMs` more. Null when missing or revoked. */
-  rotate(id: string, overlapMs: number): MaybePromise<{ key: ApiKey; secret: string } | null>;
+  rotate(id: string, overlapMs: number, actor?: string): MaybePromise<{ key: ApiKey; secret: string } | null>;
   /** False when the key does not exist or was already revoked. */
-  revoke(id: string): MaybePromise<boolean>;
+  revoke(id: string, actor?: string): MaybePromise<boolean>;
+}
+
+/**
+ * The audit log of admin changes (domain/audit.ts): append-only, kept for good (a few entries
+ * a day; README "Audit log"), read newest first. Key changes append through Keys (atomically
+ * with the change); `append` is for changes whose storage cannot share a transaction with the
+ * log (a cache purge: cache.db is another file, and a server purges in many transactions).
+ */
+export interface AuditLog {
+  append(entry: NewAuditEntry): MaybePromise<AuditEntry>;
+  /** Entries matching `q`, newest first (ts, then id), `q.limit` at most. */
+  list(q: AuditQuery): MaybePromise<AuditPage>;
 }
 
 /** When each key was last used: noted per request, written behind in batches. */

@@ -1,3 +1,4 @@
+import { auditContract } from './audit.contract.js';
 import { backendContract } from './backend.contract.js';
 import { BACKENDS, type BackendFactory, type SuiteName } from './backends.js';
 import { callClaimsContract } from './call-claims.contract.js';
@@ -16,6 +17,7 @@ import { responseCacheContract } from './response-cache.contract.js';
  */
 const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
   keys: keysContract,
+  audit: auditContract,
   rates: rateCountersContract,
   credits: creditsContract,
   ledger: ledgerContract,

@@ -37,15 +37,20 @@ describe('a command opens only its own database', () => {
     expect(existsSync(join(dir, 'cache.db'))).toBe(false);
   });
 
-  it('cache stats and purge work without a tollgate.db and create none', async () => {
+  it('cache stats works without a tollgate.db and creates none', async () => {
     const dir = await cacheOnly();
     const stats = await runCli(['cache', 'stats', '--json', '--data-dir', dir]);
     expect(stats.code, stats.stderr).toBe(0);
     expect(stats.stderr).toBe(`tollgate: using ${join(dir, 'cache.db')}\n`);
     expect(JSON.parse(stats.stdout).entries).toBe(0);
+    expect(existsSync(join(dir, 'tollgate.db'))).toBe(false);
+  });
+
+  it('cache purge needs tollgate.db too (its audit log): refused without one, creating none', async () => {
+    const dir = await cacheOnly();
     const purge = await runCli(['cache', 'purge', '--all', '--data-dir', dir]);
-    expect(purge.code, purge.stderr).toBe(0);
-    expect(purge.stdout).toContain('Purged 0 entries.');
+    expect(purge.code).toBe(2);
+    expect(purge.stderr).toContain(`no tollgate.db in ${dir} (`);
     expect(existsSync(join(dir, 'tollgate.db'))).toBe(false);
   });
 

@@ -1,8 +1,11 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import { keyChange, type AuditAction } from '../../domain/audit.js';
 import type { Clock } from '../../domain/clock.js';
 import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
 import type { Keys } from '../ports.js';
+import type { PgAudit } from './audit.js';
 import { CHANGES_CHANNEL } from './change-feed.js';
+import { inTransaction } from './pool.js';
 
 interface Row {
   id: string;
@@ -28,12 +31,14 @@ const COLUMNS = 'id, name, owner, prefix, secret_hash, created_at, updated_at, e
 /**
  * API keys in PostgreSQL, shared by every replica. Every call reads the table; a replica
  * remembers what it found in memory (shared/remembered-keys.ts) and forgets it when the
- * NOTIFY every write sends arrives.
+ * NOTIFY every write sends arrives. A write with an actor appends its audit entry in the
+ * same transaction (the NOTIFY goes at its commit).
  */
 export class PgKeys implements Keys {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
+    private readonly audit: PgAudit | null = null,
   ) {}
 
   async findBySecret(secret: string): Promise<FoundKey | null> {
@@ -57,10 +62,12 @@ export class PgKeys implements Keys {
     return r.rows.map(toKey);
   }
 
-  async create(input: NewKey): Promise<{ key: ApiKey; secret: string }> {
+  async create(input: NewKey, actor?: string): Promise<{ key: ApiKey; secret: string }> {
     const secret = newSecret();
     const now = this.clock.now();
-    const r = await this.writing(
+    const r = await this.change(
+      actor,
+      'key.create',
       `INSERT INTO api_keys (id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, rate, credits, endpoints, strategies, cache_isolated)
        VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
       [
@@ -81,7 +88,7 @@ export class PgKeys implements Keys {
     return { key: toKey(r[0]!), secret };
   }
 
-  async update(id: string, patch: KeyPatch): Promise<ApiKey | null> {
+  async update(id: string, patch: KeyPatch, actor?: string): Promise<ApiKey | null> {
     // Only the fields given are set, in one statement: two admins changing different fields
     // of one key at once through different replicas both keep their change.
     const params: unknown[] = [id];
@@ -99,14 +106,16 @@ export class PgKeys implements Keys {
     if (patch.strategies !== undefined) set('strategies', list(patch.strategies));
     if (patch.cacheIsolated !== undefined) set('cache_isolated', patch.cacheIsolated);
     set('updated_at', this.clock.now());
-    const r = await this.writing(`UPDATE api_keys SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`, params);
+    const r = await this.change(actor, 'key.update', `UPDATE api_keys SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`, params);
     return r[0] ? toKey(r[0]) : null;
   }
 
-  async rotate(id: string, overlapMs: number): Promise<{ key: ApiKey; secret: string } | null> {
+  async rotate(id: string, overlapMs: number, actor?: string): Promise<{ key: ApiKey; secret: string } | null> {
     const secret = newSecret();
     const now = this.clock.now();
-    const r = await this.writing(
+    const r = await this.change(
+      actor,
+      'key.rotate',
       `UPDATE api_keys SET prev_secret_hash = secret_hash, prev_expires_at = $2, secret_hash = $3, prefix = $4, updated_at = $5
        WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`,
       [id, now + overlapMs, hashSecret(secret), secret.slice(0, PREFIX_CHARS), now],
@@ -114,9 +123,9 @@ export class PgKeys implements Keys {
     return r[0] ? { key: toKey(r[0]), secret } : null;
   }
 
-  async revoke(id: string): Promise<boolean> {
+  async revoke(id: string, actor?: string): Promise<boolean> {
     const now = this.clock.now();
-    const r = await this.writing(`UPDATE api_keys SET revoked_at = $2, updated_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`, [id, now]);
+    const r = await this.change(actor, 'key.revoke', `UPDATE api_keys SET revoked_at = $2, updated_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING ${COLUMNS}`, [id, now]);
     return r.length > 0;
   }
 
@@ -129,11 +138,26 @@ export class PgKeys implements Keys {
   }
 
   /**
+   * The writing statement of key `params[0]`, with its audit entry when there is an actor: the
+   * key as it was read under a row lock, the statement, the entry, in one transaction.
+   */
+  private async change(actor: string | undefined, action: AuditAction, sql: string, params: unknown[]): Promise<Row[]> {
+    const audit = this.audit;
+    if (actor === undefined || !audit) return this.writing(this.pool, sql, params);
+    return inTransaction(this.pool, async (c) => {
+      const before = action === 'key.create' ? [] : (await c.query<Row>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [params[0]])).rows;
+      const rows = await this.writing(c, sql, params);
+      if (rows[0]) await audit.insert(c, keyChange(actor, action, before[0] ? toKey(before[0]) : null, toKey(rows[0])));
+      return rows;
+    });
+  }
+
+  /**
    * A writing statement whose rows, when there are any, notify every replica (PgChangeFeed) in
    * the same statement: the notification is sent exactly when the change commits.
    */
-  private async writing(sql: string, params: unknown[]): Promise<Row[]> {
-    const r = await this.pool.query<Row>(`WITH w AS (${sql}) SELECT w.*, pg_notify('${CHANGES_CHANNEL}', 'keys') AS notified FROM w`, params);
+  private async writing(on: Pool | PoolClient, sql: string, params: unknown[]): Promise<Row[]> {
+    const r = await on.query<Row>(`WITH w AS (${sql}) SELECT w.*, pg_notify('${CHANGES_CHANNEL}', 'keys') AS notified FROM w`, params);
     return r.rows;
   }
 }

@@ -117,6 +117,19 @@ const MIGRATIONS: readonly string[] = [
    );
    CREATE TABLE ledger_meta (name text PRIMARY KEY, value bigint NOT NULL);
    INSERT INTO ledger_meta (name, value) VALUES ('raw_from_day', 0)`,
+  // 6: the audit log of admin changes (audit.ts), written in the transaction of the key change
+  // it records. Kept for good: read newest first, by time, actor or target.
+  `CREATE TABLE audit_log (
+     id     text PRIMARY KEY,
+     ts     bigint NOT NULL,
+     actor  text NOT NULL,
+     action text NOT NULL,
+     target text NOT NULL,
+     before jsonb,
+     after  jsonb
+   );
+   CREATE INDEX audit_log_ts ON audit_log (ts, id);
+   CREATE INDEX audit_log_target ON audit_log (target, ts)`,
 ];
 
 /**

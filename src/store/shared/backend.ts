@@ -7,6 +7,7 @@ import { PgResponseCache } from '../postgres/cache.js';
 import { PgChangeFeed } from '../postgres/change-feed.js';
 import { PgCredits } from '../postgres/credits.js';
 import { PgKeys } from '../postgres/keys.js';
+import { PgAudit } from '../postgres/audit.js';
 import { PgLedger } from '../postgres/ledger.js';
 import { PgLedgerRetention } from '../postgres/ledger-retention.js';
 import { ReplicaLease } from '../postgres/lease.js';
@@ -25,7 +26,7 @@ import { probe } from './probe.js';
 const RECOVERY_EVERY_MS = 5_000;
 
 /** The ports a SharedBackend exposes, as its own fields. */
-type Ports = 'changes' | 'keys' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
+type Ports = 'changes' | 'keys' | 'audit' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
 
 /** Everything a SharedBackend holds: its ports, and the connections and timers behind them. */
 interface Parts extends Pick<SharedBackend, Ports> {
@@ -51,7 +52,7 @@ export interface SharedOptions extends BackendOptions {
 }
 
 /**
- * The shared backend, for several replicas: keys, credits, reservations, the ledger and the
+ * The shared backend, for several replicas: keys and the audit log, credits, reservations, the ledger and the
  * response cache in PostgreSQL; rate-limit windows in Redis. Each replica keeps found keys and
  * hot cache entries in memory, forgotten on the change notifications every write sends
  * (PgChangeFeed), so that a cache hit reads no database.
@@ -69,6 +70,7 @@ export class SharedBackend implements StorageBackend {
 
   readonly changes: PgChangeFeed;
   readonly keys: RememberedKeys;
+  readonly audit: PgAudit;
   readonly lastUsed: LastUsedBatcher;
   readonly rates: FallbackRateCounters;
   readonly credits: PgCredits;
@@ -77,7 +79,7 @@ export class SharedBackend implements StorageBackend {
   readonly claims: RedisCallClaims;
 
   private constructor(private readonly parts: Parts) {
-    ({ changes: this.changes, keys: this.keys, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
+    ({ changes: this.changes, keys: this.keys, audit: this.audit, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
     this.flushTimer = parts.server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
     this.flushTimer?.unref();
   }
@@ -104,7 +106,8 @@ export class SharedBackend implements StorageBackend {
       redis = await openRedis(redisUrl, log);
       changes = await PgChangeFeed.open(databaseUrl, { log });
       if (leasePool) lease = await ReplicaLease.start(leasePool, { log, onLost: () => log?.warn({}, 'this replica\'s lease had lapsed; its reservations may have been charged at their estimates') });
-      const table = new PgKeys(pool, clock);
+      const audit = new PgAudit(pool, clock);
+      const table = new PgKeys(pool, clock, audit);
       // A command reserves nothing: it needs no lease, only an owner name no replica has.
       const credits = lease ? new PgCredits(pool, lease.id, lease) : new PgCredits(pool, `cli-${process.pid}`);
       const ledger = new PgLedger(pool, credits, lease ? { leaseMs: lease.leaseMs } : {});
@@ -119,7 +122,7 @@ export class SharedBackend implements StorageBackend {
       const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
       const keys = new RememberedKeys(table, changes);
       const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
-      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, lastUsed, rates, credits, ledger, cache, claims, log, server });
+      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, audit, lastUsed, rates, credits, ledger, cache, claims, log, server });
     } catch (err) {
       await recovery?.stop();
       await changes?.close();

@@ -57,20 +57,20 @@ export class RememberedKeys implements Keys {
     return this.table.list();
   }
 
-  create(input: NewKey): Promise<{ key: ApiKey; secret: string }> {
-    return this.changing(this.table.create(input));
+  create(input: NewKey, actor?: string): Promise<{ key: ApiKey; secret: string }> {
+    return this.changing(this.table.create(input, actor));
   }
 
-  update(id: string, patch: KeyPatch): Promise<ApiKey | null> {
-    return this.changing(this.table.update(id, patch));
+  update(id: string, patch: KeyPatch, actor?: string): Promise<ApiKey | null> {
+    return this.changing(this.table.update(id, patch, actor));
   }
 
-  rotate(id: string, overlapMs: number): Promise<{ key: ApiKey; secret: string } | null> {
-    return this.changing(this.table.rotate(id, overlapMs));
+  rotate(id: string, overlapMs: number, actor?: string): Promise<{ key: ApiKey; secret: string } | null> {
+    return this.changing(this.table.rotate(id, overlapMs, actor));
   }
 
-  revoke(id: string): Promise<boolean> {
-    return this.changing(this.table.revoke(id));
+  revoke(id: string, actor?: string): Promise<boolean> {
+    return this.changing(this.table.revoke(id, actor));
   }
 
   /** How many secrets are remembered (metrics, tests). */

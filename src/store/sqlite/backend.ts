@@ -15,6 +15,7 @@ import { Checkpointer } from './checkpointer.js';
 import type { DB } from './db.js';
 import { databaseHealth, touchHeader } from './health.js';
 import type { KeyStore } from './keys.js';
+import type { AuditStore } from './audit.js';
 import type { LedgerStore } from './ledger.js';
 import type { LimitStore } from './limits.js';
 import { mainDbPath } from './main-file.js';
@@ -26,7 +27,7 @@ import { LocalCallClaims } from '../local-claims.js';
 const NAMES: Record<StoragePart, string> = { main: 'tollgate.db', cache: 'cache.db' };
 
 /**
- * The embedded backend: tollgate.db (keys, rate windows, credits, ledger) and cache.db (the
+ * The embedded backend: tollgate.db (keys, the audit log, rate windows, credits, ledger) and cache.db (the
  * provider's answers) in the data directory. Its ports answer with values, never promises.
  *
  * The server's holds the data directory against another server (serve-lock.ts) for as long as
@@ -84,6 +85,10 @@ export class SqliteBackend implements StorageBackend {
 
   get keys(): KeyStore {
     return this.opened('main').keys;
+  }
+
+  get audit(): AuditStore {
+    return this.opened('main').audit;
   }
 
   get lastUsed(): LastUsedBatcher {

@@ -1,7 +1,7 @@
 import type { LedgerRow, Reservation } from '../../domain/ledger.js';
 import type { CacheRecord, CacheSource, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord } from '../transfer.js';
 import type { DB } from './db.js';
-import type { KeyRow } from './keys.js';
+import type { KeyRow } from './key-rows.js';
 import { DAY_MS } from './ledger-rows.js';
 
 /** What the store reads, and the previous secret's hash, which it never returns. */

@@ -2,7 +2,10 @@ import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundK
 import type { DB } from './db.js';
 import type { Clock } from '../../domain/clock.js';
 import { DataVersionWatch } from './data-version.js';
+import { frozen, toKey, type KeyRow } from './key-rows.js';
 import type { Keys } from '../ports.js';
+import { keyChange, type AuditAction } from '../../domain/audit.js';
+import type { AuditStore } from './audit.js';
 
 /**
  * Most secret hashes findBySecret remembers (a key is there at most twice: current and previous
@@ -10,27 +13,6 @@ import type { Keys } from '../ports.js';
  * than this only pays the SQLite read it paid before the cache existed.
  */
 const FOUND_CACHE_MAX = 10_000;
-
-/** A row of api_keys as the store reads it (export-reader.ts reads it too). */
-export interface KeyRow {
-  id: string;
-  name: string;
-  owner: string | null;
-  prefix: string;
-  created_at: number;
-  updated_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-  last_used_at: number | null;
-  rate: string | null;
-  credits: string | null;
-  endpoints: string | null;
-  strategies: string | null;
-  cache_isolated: number;
-  secret_hash: string;
-  prev_expires_at: number | null;
-}
-
 
 /**
  * Writes made through any KeyStore on a connection, per connection: SQLite's data_version
@@ -63,9 +45,11 @@ export class KeyStore implements Keys {
   private seenWrites: number;
   private readonly writes: { n: number };
 
+  /** `audit`: the log in the same database, written in each audited change's transaction. */
   constructor(
     private readonly db: DB,
     private readonly clock: Clock,
+    private readonly audit: AuditStore | null = null,
   ) {
     let writes = ownWrites.get(db);
     if (!writes) ownWrites.set(db, (writes = { n: 0 }));
@@ -87,26 +71,28 @@ export class KeyStore implements Keys {
       secret_hash = @hash, prefix = @prefix, updated_at = @now WHERE id = @id AND revoked_at IS NULL`);
   }
 
-  create(input: NewKey): { key: ApiKey; secret: string } {
+  create(input: NewKey, actor?: string): { key: ApiKey; secret: string } {
     const secret = newSecret();
     const id = newKeyId();
     const now = this.clock.now();
-    this.insertStmt.run({
-      id,
-      name: input.name,
-      owner: input.owner ?? null,
-      prefix: secret.slice(0, PREFIX_CHARS),
-      hash: hashSecret(secret),
-      now,
-      expires: input.expiresAt ?? null,
-      rate: input.rate ?? null,
-      credits: input.credits ?? null,
-      endpoints: input.endpoints ? JSON.stringify(input.endpoints) : null,
-      strategies: input.strategies ? JSON.stringify(input.strategies) : null,
-      isolated: input.cacheIsolated ? 1 : 0,
+    const key = this.audited(actor, 'key.create', id, () => {
+      this.insertStmt.run({
+        id,
+        name: input.name,
+        owner: input.owner ?? null,
+        prefix: secret.slice(0, PREFIX_CHARS),
+        hash: hashSecret(secret),
+        now,
+        expires: input.expiresAt ?? null,
+        rate: input.rate ?? null,
+        credits: input.credits ?? null,
+        endpoints: input.endpoints ? JSON.stringify(input.endpoints) : null,
+        strategies: input.strategies ? JSON.stringify(input.strategies) : null,
+        isolated: input.cacheIsolated ? 1 : 0,
+      });
+      return true;
     });
-    this.wrote();
-    return { key: this.get(id)!, secret };
+    return { key: key!, secret };
   }
 
   /**
@@ -140,9 +126,16 @@ export class KeyStore implements Keys {
   }
 
   /** Apply a patch; returns the updated key, or null when there is no such key. */
-  update(id: string, patch: KeyPatch): ApiKey | null {
-    const k = this.get(id);
-    if (!k) return null;
+  update(id: string, patch: KeyPatch, actor?: string): ApiKey | null {
+    return this.audited(actor, 'key.update', id, (k) => {
+      if (!k) return false;
+      this.updateOne(k, patch);
+      return true;
+    });
+  }
+
+  private updateOne(k: ApiKey, patch: KeyPatch): void {
+    const id = k.id;
     const pick = <T>(v: T | undefined, cur: T): T => (v === undefined ? cur : v);
     const list = (v: readonly string[] | null) => (v ? JSON.stringify(v) : null);
     this.updateStmt.run({
@@ -157,8 +150,6 @@ export class KeyStore implements Keys {
       strategies: list(pick(patch.strategies, k.strategies)),
       isolated: pick(patch.cacheIsolated, k.cacheIsolated) ? 1 : 0,
     });
-    this.wrote();
-    return this.get(id);
   }
 
   /**
@@ -166,12 +157,13 @@ export class KeyStore implements Keys {
    * keeps working for `overlapMs` so clients can switch without downtime; a second rotation
    * ends the first one's overlap. Null when the key does not exist or is revoked.
    */
-  rotate(id: string, overlapMs: number): { key: ApiKey; secret: string } | null {
+  rotate(id: string, overlapMs: number, actor?: string): { key: ApiKey; secret: string } | null {
     const secret = newSecret();
     const now = this.clock.now();
-    const changed = this.rotateStmt.run({ id, now, prevExpires: now + overlapMs, hash: hashSecret(secret), prefix: secret.slice(0, PREFIX_CHARS) }).changes;
-    this.wrote();
-    return changed > 0 ? { key: this.get(id)!, secret } : null;
+    const key = this.audited(actor, 'key.rotate', id, () =>
+      this.rotateStmt.run({ id, now, prevExpires: now + overlapMs, hash: hashSecret(secret), prefix: secret.slice(0, PREFIX_CHARS) }).changes > 0,
+    );
+    return key ? { key, secret } : null;
   }
 
   get(id: string): ApiKey | null {
@@ -184,11 +176,29 @@ export class KeyStore implements Keys {
   }
 
   /** Returns false when the key does not exist or was already revoked. */
-  revoke(id: string): boolean {
+  revoke(id: string, actor?: string): boolean {
     const now = this.clock.now();
-    const changed = this.revokeStmt.run(now, now, id).changes;
-    this.wrote();
-    return changed > 0;
+    return this.audited(actor, 'key.revoke', id, () => this.revokeStmt.run(now, now, id).changes > 0) !== null;
+  }
+
+  /**
+   * Run `change` on key `id` (given the key as it was, or null) in one transaction with its
+   * audit entry, when there is an actor and `change` says it changed something. Returns the
+   * key as it became, or null when nothing changed.
+   */
+  private audited(actor: string | undefined, action: AuditAction, id: string, change: (before: ApiKey | null) => boolean): ApiKey | null {
+    const run = () => {
+      const before = action === 'key.create' ? null : this.get(id);
+      if (!change(before)) return null;
+      const after = this.get(id)!;
+      if (actor !== undefined && this.audit) this.audit.insert(keyChange(actor, action, before, after));
+      return after;
+    };
+    try {
+      return actor !== undefined && this.audit ? this.db.transaction(run).immediate() : run();
+    } finally {
+      this.wrote();
+    }
   }
 
   /**
@@ -211,31 +221,4 @@ export class KeyStore implements Keys {
   private wrote(): void {
     this.writes.n++;
   }
-}
-
-/** A remembered key is handed to every request that presents its secret: none may change it. */
-function frozen(k: ApiKey): ApiKey {
-  if (k.endpoints) Object.freeze(k.endpoints);
-  if (k.strategies) Object.freeze(k.strategies);
-  return Object.freeze(k);
-}
-
-function toKey(r: KeyRow): ApiKey {
-  return {
-    id: r.id,
-    name: r.name,
-    owner: r.owner,
-    prefix: r.prefix,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    expiresAt: r.expires_at,
-    revokedAt: r.revoked_at,
-    lastUsedAt: r.last_used_at,
-    rate: r.rate,
-    credits: r.credits,
-    endpoints: r.endpoints ? (JSON.parse(r.endpoints) as string[]) : null,
-    strategies: r.strategies ? (JSON.parse(r.strategies) as string[]) : null,
-    cacheIsolated: r.cache_isolated === 1,
-    previousExpiresAt: r.prev_expires_at,
-  };
 }

@@ -3,6 +3,7 @@ import type { Config } from '../../config.js';
 import { LastUsedBatcher } from '../last-used.js';
 import type { StorageLog } from '../backend.js';
 import { StorageUnavailable, type WriteGate } from '../write-gate.js';
+import { AuditStore } from './audit.js';
 import { BudgetStore } from './budgets.js';
 import type { DB } from './db.js';
 import { KeyStore } from './keys.js';
@@ -27,7 +28,7 @@ export interface PartOptions {
 }
 
 /**
- * tollgate.db and its stores: keys, last-used times, rate windows, credits and the ledger.
+ * tollgate.db and its stores: keys and the audit log of their changes, last-used times, rate windows, credits and the ledger.
  * The server's also charges a dead process's reservations before serving, and prunes the
  * ledger past its retention on a timer.
  */
@@ -36,6 +37,7 @@ export class MainStores {
   /** The server's, shared by every writer of tollgate.db; null for a one-shot command. */
   readonly gate: WriteGate | null;
   readonly keys: KeyStore;
+  readonly audit: AuditStore;
   readonly lastUsed: LastUsedBatcher;
   readonly limits: LimitStore;
   readonly budgets: BudgetStore;
@@ -51,7 +53,8 @@ export class MainStores {
     this.gate = server ? loggedGate('tollgate.db', clock, log, ...MAIN_GATE_MESSAGES) : null;
     const gate = this.gate;
     const onWriteError = mainWriteErrorLogger(log);
-    this.keys = new KeyStore(this.db, clock);
+    this.audit = new AuditStore(this.db, clock);
+    this.keys = new KeyStore(this.db, clock, this.audit);
     this.lastUsed = new LastUsedBatcher(this.keys, 5_000, { gate, onWriteError });
     this.limits = new LimitStore(this.db, clock, 1_000, { gate: gate ?? undefined, onWriteError });
     this.budgets = new BudgetStore(this.db, gate);

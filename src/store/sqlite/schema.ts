@@ -107,4 +107,21 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
       INSERT INTO ledger_meta (name, value) VALUES ('raw_from_day', 0);
     `);
   },
+  // The audit log of admin changes (audit.ts), beside the keys it records so that a key change
+  // and its entry commit together. Kept for good: read newest first, by time, actor or target.
+  (db) => {
+    db.exec(`
+      CREATE TABLE audit_log (
+        id      TEXT PRIMARY KEY,
+        ts      INTEGER NOT NULL,
+        actor   TEXT NOT NULL,
+        action  TEXT NOT NULL,
+        target  TEXT NOT NULL,
+        before  TEXT,
+        after   TEXT
+      ) STRICT;
+      CREATE INDEX audit_log_ts ON audit_log(ts, id);
+      CREATE INDEX audit_log_target ON audit_log(target, ts);
+    `);
+  },
 ];
