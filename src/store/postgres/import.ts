@@ -76,18 +76,11 @@ const DAILY_COLUMNS: Column<DailyTotalsRecord>[] = [
   col('unsettled_credits', 'bigint', (d) => d.unsettledCredits),
 ];
 
-const COUNTED_COLUMNS: Column<CountedRecord>[] = [
-  col('minute', 'integer', (g) => g.minute),
-  col('key_id', 'text', (g) => g.keyId),
-  col('endpoint', 'text', (g) => g.endpoint),
-  col('cache', 'text', (g) => g.cache),
-  col('status', 'integer', (g) => g.status),
-  col('code', 'text', (g) => g.code),
-  col('ts', 'bigint', (g) => g.ts),
-  col('requests', 'bigint', (g) => g.requests),
-  col('cache_hits', 'bigint', (g) => g.cacheHits),
-  col('credits_saved', 'bigint', (g) => g.creditsSaved),
-];
+/** usage_minute's columns, each from the record's field of the same meaning. */
+const COUNTED_COLUMNS = (
+  [['minute', 'integer', 'minute'], ['key_id', 'text', 'keyId'], ['endpoint', 'text', 'endpoint'], ['cache', 'text', 'cache'], ['status', 'integer', 'status'],
+    ['code', 'text', 'code'], ['ts', 'bigint', 'ts'], ['requests', 'bigint', 'requests'], ['cache_hits', 'bigint', 'cacheHits'], ['credits_saved', 'bigint', 'creditsSaved']] as const
+).map(([name, type, field]) => col<CountedRecord>(name, type, (g) => g[field]));
 
 const CACHE_COLUMNS: Column<CacheRecord>[] = [
   col('key', 'text', (e) => e.key),
