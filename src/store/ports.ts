@@ -138,29 +138,32 @@ export interface Credits {
 }
 
 export interface LedgerBacklog {
-  /** Zero-credit rows queued for the next batch. */
+  /** Zero-credit requests counted in memory, not yet written (what a crash would lose). */
   readonly pending: number;
   /** Charged rows whose first write failed, retried with back-off. */
   readonly retrying: number;
-  /** Zero-credit rows dropped for lack of room while storage refused writes. */
+  /** Zero-credit requests whose counts were dropped (storage refused them past the bound, or for a reason of their own). */
   readonly dropped: number;
 }
 
 /**
- * The usage ledger: a row per answered request of a known key. A row that charged credits or
+ * The usage ledger: every answered request of a known key. A row that charged credits or
  * held a reservation is written, with the budgets' usage and the end of its reservation, as
- * one atomic change before `record` returns (or its promise resolves); zero-credit rows may
- * be batched. `record` never throws for storage: a row that cannot be written is kept and
- * retried, its reservation still holding the budget.
+ * one atomic change before `record` returns (or its promise resolves). A request that charged
+ * nothing and reserved nothing (a hit, a refusal, a collapsed follower) gets no row: it is
+ * counted in memory per UTC minute, key, endpoint and outcome, and the counts are written at
+ * the next flush (store/usage-tally.ts); each `record` of one counts once. `record` never
+ * throws for storage: a row that cannot be written is kept and retried, its reservation still
+ * holding the budget; counts that cannot be written are kept.
  *
- * A request id is recorded once, with one exception: a settled row of a request whose
+ * A charged request id is recorded once, with one exception: a settled row of a request whose
  * reservation was charged as abandoned (unsettled, at its estimate) replaces that row, the
  * budgets moving by the difference. Only a shared backend meets it: a replica cut off from
  * the database past its lease, whose reservations another replica charged meanwhile.
  */
 export interface Ledger {
   record(row: LedgerRow): MaybePromise<void>;
-  /** Write what is batched; throws (keeping the rows) when storage refuses. */
+  /** Write the rows awaiting a retry and the counts; throws (keeping them) when storage refuses. */
   flush(): MaybePromise<void>;
   backlog(): LedgerBacklog;
   /** Usage totals over [from, to), grouped; rejects with UsageRangePruned (domain/ledger.ts). */

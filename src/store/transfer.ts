@@ -56,8 +56,9 @@ export interface CacheRecord {
 
 /**
  * Usage of one UTC day, key and endpoint that survives as daily totals: the day's raw ledger
- * rows were deleted past the retention. The totals are the part no raw row still held (and
- * copied with the others) accounts for, so that totals plus raw rows count each request once.
+ * rows were deleted past the retention. The totals are the part no raw row or counted group
+ * still held (and copied with the others) accounts for, so that totals plus raw rows and
+ * counted groups count each request once.
  */
 export interface DailyTotalsRecord {
   /** The UTC day, as days since the epoch. */
@@ -69,6 +70,27 @@ export interface DailyTotalsRecord {
   readonly credits: number;
   readonly creditsSaved: number;
   readonly unsettledCredits: number;
+}
+
+/**
+ * Requests that charged nothing, counted per UTC minute, key, endpoint and outcome
+ * (usage_minute, store/usage-tally.ts), copied as they are: they have no raw rows.
+ */
+export interface CountedRecord {
+  /** The UTC minute, as minutes since the epoch. */
+  readonly minute: number;
+  readonly keyId: string;
+  readonly endpoint: string;
+  /** '' for none. */
+  readonly cache: string;
+  readonly status: number;
+  /** '' for none. */
+  readonly code: string;
+  /** The earliest request's time. */
+  readonly ts: number;
+  readonly requests: number;
+  readonly cacheHits: number;
+  readonly creditsSaved: number;
 }
 
 export interface CacheSource {
@@ -86,11 +108,13 @@ export interface InstallationSource {
   creditUsage(batchRows: number): Iterable<CreditUsageRecord[]>;
   /** Every raw ledger row. */
   ledger(batchRows: number): Iterable<LedgerRow[]>;
+  /** Every counted group of zero-credit requests still held (not pruned). */
+  counted(batchRows: number): Iterable<CountedRecord[]>;
   /** Reservations of provider calls whose answers were never recorded (the process that made them is gone). */
   reservations(): Reservation[];
   /** The first UTC day (days since the epoch) whose raw ledger rows are all held; 0 when none was pruned. */
   rawFromDay(): number;
-  /** The daily totals of the days before rawFromDay() (DailyTotalsRecord), oldest first. */
+  /** The daily totals of the days before rawFromDay() (DailyTotalsRecord) beyond their raw rows and counted groups still held, oldest first. */
   prunedTotals(batchRows: number): Iterable<DailyTotalsRecord[]>;
   /** Rate-limit windows held (they are not copied: the shared backend counts in Redis). */
   rateWindows(): number;
@@ -106,6 +130,8 @@ export interface CopyReport {
   readonly keys: number;
   readonly creditUsageRows: number;
   readonly ledgerRows: number;
+  /** Counted groups of zero-credit requests (per minute, key, endpoint and outcome). */
+  readonly countedRows: number;
   /** Days known only by their daily totals (pruned past the retention), copied as such. */
   readonly prunedDays: PrunedDaysCopied;
   /** Open reservations, charged at their estimates as unsettled ledger rows. */

@@ -64,13 +64,18 @@ describe('ledger rows that cannot be written for a reason of their own', () => {
     expect(new BudgetStore(db).used('key_a', 'month', T0)).toBe(10);
   });
 
-  it('a zero-credit one is dropped and counted; the rest of its batch is written', () => {
-    const budgets = new BudgetStore(db);
-    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 10_000 });
-    for (const id of ['req_ok_a', 'req_bad_b', 'req_ok_c']) ledger.record(row(id, 0));
+  it('counts of zero-credit requests refused for a reason of their own are dropped and counted, not retried for ever; later counts are written', () => {
+    db.exec(`CREATE TRIGGER refuse_counts BEFORE INSERT ON usage_minute WHEN NEW.key_id = 'key_bad' BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END`);
+    const errors: string[] = [];
+    const ledger = new LedgerStore(db, new BudgetStore(db), { flushEveryMs: 3_600_000, onWriteError: (e) => errors.push(e.message) });
+    ledger.record({ ...row('req_a', 0), keyId: 'key_bad' });
+    ledger.record({ ...row('req_b', 0), keyId: 'key_bad' });
     ledger.flush();
-    expect(ledger.backlog()).toEqual({ pending: 0, retrying: 0, dropped: 1 });
-    expect(db.prepare('SELECT request_id FROM ledger ORDER BY request_id').pluck().all()).toEqual(['req_ok_a', 'req_ok_c']);
+    expect(ledger.backlog()).toEqual({ pending: 0, retrying: 0, dropped: 2 });
+    expect(errors.join('\n')).toMatch(/counts of 2 zero-credit requests cannot be written/);
+    ledger.record(row('req_c', 0));
+    ledger.flush();
+    expect(db.prepare('SELECT key_id, requests FROM usage_minute').all()).toEqual([{ key_id: 'key_a', requests: 1 }]);
   });
 
   it('recovery charges every reservation it can, even when one cannot be written', () => {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BudgetStore } from '../../src/store/sqlite/budgets.js';
 import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
-import { FLUSH_CHUNK, LedgerStore } from '../../src/store/sqlite/ledger.js';
+import { LedgerStore } from '../../src/store/sqlite/ledger.js';
+import { minuteOf } from '../../src/store/usage-tally.js';
 import { MAIN_MIGRATIONS } from '../../src/store/sqlite/schema.js';
 import { PROVIDER_SCOPE } from '../../src/domain/credits.js';
 import type { LedgerRow } from '../../src/domain/ledger.js';
@@ -81,47 +82,59 @@ const asStored = (r: LedgerRow): Stored => ({
 
 const stored = (): Stored[] => db.prepare<[], Stored>('SELECT * FROM ledger ORDER BY request_id').all();
 
-describe('LedgerStore batched writes', () => {
-  it('a flush of 1,234 queued rows (not a multiple of the chunk) writes each unique row once, every field intact', () => {
-    expect(1_234 % FLUSH_CHUNK).not.toBe(0);
-    // Timer and size trigger out of reach: one flush takes all 1,234.
-    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 10_000 });
-    const rows = Array.from({ length: 1_234 }, (_, i) => hitRow(i));
-    // Duplicates within one chunk, across chunks, and between a chunk and the single-row remainder:
-    // the first row with an id wins, as it did with one INSERT OR IGNORE per row.
-    rows[20] = { ...hitRow(20), requestId: rows[10]!.requestId };
-    rows[130] = { ...hitRow(130), requestId: rows[3]!.requestId };
-    rows[1_230] = { ...hitRow(1_230), requestId: rows[5]!.requestId };
-    for (const r of rows) ledger.record(r);
-    expect(stored()).toEqual([]);
+/** usage_minute as stored, in key order. */
+const counted = () => db.prepare('SELECT * FROM usage_minute ORDER BY minute, key_id, endpoint, cache, status, code').all();
 
-    ledger.flush();
-    const expected = rows.filter((r, i) => ![20, 130, 1_230].includes(i)).map(asStored);
-    expected.sort((a, b) => (a.request_id < b.request_id ? -1 : 1));
-    const got = stored();
-    expect(got).toHaveLength(1_231);
-    expect(got).toEqual(expected);
-    // STRICT columns keep their types: an integral REAL does not come back as something else.
-    expect(got.find((r) => r.request_id === 'req_000008')!.total_ms).toBe(1);
-
-    // A later flush re-presenting stored ids adds only the new ones.
-    ledger.record(hitRow(0));
-    ledger.record(hitRow(5_000));
-    ledger.flush();
-    expect(stored()).toHaveLength(1_232);
-    expect(stored().find((r) => r.request_id === 'req_000000')).toEqual(asStored(rows[0]!));
+/** What usage_minute must hold for `rows`: one group per minute, key, endpoint and outcome. */
+function expectedGroups(rows: LedgerRow[]) {
+  const groups = new Map<string, Record<string, string | number>>();
+  for (const r of rows) {
+    const g = { minute: minuteOf(r.ts), key_id: r.keyId, endpoint: r.endpoint, cache: r.cache ?? '', status: r.status, code: r.code ?? '' };
+    const k = JSON.stringify(g);
+    const held = groups.get(k) ?? { ...g, ts: r.ts, requests: 0, cache_hits: 0, credits_saved: 0 };
+    held.ts = Math.min(held.ts as number, r.ts);
+    (held.requests as number)++;
+    if (r.cache === 'HIT' || r.cache === 'STALE') (held.cache_hits as number)++;
+    held.credits_saved = (held.credits_saved as number) + r.creditsSaved;
+    groups.set(k, held);
+  }
+  const key = (g: Record<string, string | number>) => [g.minute, g.key_id, g.endpoint, g.cache, g.status, g.code] as const;
+  return [...groups.values()].sort((a, b) => {
+    const [x, y] = [key(a), key(b)];
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+    return 0;
   });
+}
 
-  it('flushes by itself at batchMax rows, whole chunks and remainder alike', () => {
-    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 2 * FLUSH_CHUNK + 3 });
-    for (let i = 0; i < 2 * FLUSH_CHUNK + 2; i++) ledger.record(hitRow(i));
-    expect(stored()).toHaveLength(0);
-    ledger.record(hitRow(9_999));
-    expect(stored()).toHaveLength(2 * FLUSH_CHUNK + 3);
+describe('LedgerStore: zero-credit requests counted, charged rows written', () => {
+  it('1,234 zero-credit requests write no ledger row: one usage_minute row per minute, key, endpoint and outcome, summed exactly', () => {
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000 });
+    // Spread over ~3 minutes (T0 + i * 150 ms), so groups span flushes and minutes.
+    const rows = Array.from({ length: 1_234 }, (_, i) => ({ ...hitRow(i), ts: T0 + i * 150 }));
+    for (const r of rows.slice(0, 600)) ledger.record(r);
+    expect(ledger.backlog()).toEqual({ pending: 600, retrying: 0, dropped: 0 });
+    expect(counted()).toEqual([]);
+    ledger.flush();
+    expect(ledger.backlog()).toEqual({ pending: 0, retrying: 0, dropped: 0 });
+    for (const r of rows.slice(600)) ledger.record(r);
+    ledger.flush();
+
+    expect(stored()).toEqual([]);
+    const groups = counted();
+    expect(groups).toEqual(expectedGroups(rows));
+    // Far fewer rows than requests: what makes a hit cost no disk write of its own.
+    expect(groups.length).toBeLessThan(rows.length / 2);
+    // The daily totals got the same counts in the same transactions.
+    expect(db.prepare('SELECT SUM(requests) AS r, SUM(cache_hits) AS h, SUM(credits) AS c, SUM(credits_saved) AS s FROM usage_daily').get()).toEqual({
+      r: 1_234,
+      h: rows.filter((r) => r.cache === 'HIT' || r.cache === 'STALE').length,
+      c: 0,
+      s: rows.reduce((n, r) => n + r.creditsSaved, 0),
+    });
   });
 
   it('a charged row is written at once with its charge, once per request id', () => {
-    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 10_000 });
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000 });
     const charged: LedgerRow = { ...hitRow(1), cache: 'MISS', credits: 3, upstreamMs: 120.5, upstreamRequestId: 'up_x' };
     ledger.record(charged);
     ledger.record(charged);
@@ -131,16 +144,43 @@ describe('LedgerStore batched writes', () => {
     // What a fresh process reads back from credit_usage agrees.
     expect(new BudgetStore(db).used(charged.keyId, 'day', charged.ts)).toBe(3);
 
-    // A queued hit row with the same id as a charged one never replaces it.
+    // A zero-credit record with the same id as a charged one never touches its row or charge.
     ledger.record({ ...charged, credits: 0, cache: 'HIT' });
     ledger.flush();
     expect(stored()).toEqual([asStored(charged)]);
+    expect(budgets.used(charged.keyId, 'day', charged.ts)).toBe(3);
   });
 
-  it('usage() counts queued rows', () => {
-    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 10_000 });
+  it('a zero-credit request whose request held a reservation is written as a row, with the end of its reservation', () => {
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000 });
+    const r: LedgerRow = { ...hitRow(2), cache: 'MISS', status: 502, code: 'UPSTREAM_ERROR' };
+    budgets.reserve({ requestId: r.requestId, ts: r.ts, keyId: r.keyId, endpoint: r.endpoint, identity: null, estimate: 2 }, [r.keyId, PROVIDER_SCOPE]);
+    ledger.record(r);
+    expect(stored()).toEqual([asStored(r)]);
+    expect(counted()).toEqual([]);
+    expect(budgets.reserved(r.keyId)).toBe(0);
+  });
+
+  it('usage() counts requests not yet flushed', () => {
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000 });
     for (let i = 0; i < 75; i++) ledger.record(hitRow(i));
     const total = ledger.usage(0, T0 + 1_000_000, 'endpoint').reduce((a, r) => a + r.requests, 0);
     expect(total).toBe(75);
+  });
+
+  it('counts survive a write refused by the database (kept, written by the next flush)', () => {
+    const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000 });
+    for (let i = 0; i < 40; i++) ledger.record(hitRow(i));
+    const other = openDatabase(db.name, MAIN_MIGRATIONS);
+    other.exec('BEGIN IMMEDIATE');
+    db.pragma('busy_timeout = 0');
+    expect(() => ledger.flush()).toThrow(/SQLITE_BUSY|locked/);
+    expect(ledger.backlog().pending).toBe(40);
+    for (let i = 40; i < 50; i++) ledger.record(hitRow(i));
+    other.exec('ROLLBACK');
+    other.close();
+    ledger.flush();
+    expect(db.prepare('SELECT SUM(requests) FROM usage_minute').pluck().get()).toBe(50);
+    expect(counted()).toEqual(expectedGroups(Array.from({ length: 50 }, (_, i) => hitRow(i))));
   });
 });

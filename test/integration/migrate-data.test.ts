@@ -44,7 +44,7 @@ const migrateData = (env: Record<string, string>, ...extra: string[]) => runCli(
 
 /** Every row of the copied tables, in one order: what "changes nothing" compares. */
 async function contents(pool: Pool): Promise<unknown[]> {
-  const tables = ['api_keys ORDER BY id', 'credit_usage ORDER BY scope, period, start', 'reservations ORDER BY request_id', 'ledger ORDER BY request_id', 'usage_daily ORDER BY day, key_id, endpoint', 'ledger_meta ORDER BY name', 'cache_entries ORDER BY key', 'cache_counters ORDER BY name'];
+  const tables = ['api_keys ORDER BY id', 'credit_usage ORDER BY scope, period, start', 'reservations ORDER BY request_id', 'ledger ORDER BY request_id', 'usage_minute ORDER BY minute, key_id, endpoint, cache, status, code', 'usage_daily ORDER BY day, key_id, endpoint', 'ledger_meta ORDER BY name', 'cache_entries ORDER BY key', 'cache_counters ORDER BY name'];
   const out: unknown[] = [];
   for (const t of tables) out.push((await pool.query(`SELECT * FROM ${t}`)).rows);
   return out;
@@ -90,7 +90,12 @@ describe('tollgate migrate-data', () => {
     const whole = sumRows(expected.ledger.usage(0, inst.now + DAY_MS, 'key'));
     expect(sumRows(await ledger.report(0, inst.now + DAY_MS, 'key'))).toEqual(whole);
     // The pruned days' totals copied count what their raw rows copied (written after the pass) do not.
-    const rawInPruned = (await pool.query('SELECT count(*)::int AS n FROM ledger WHERE ts < $1', [inst.rawFrom])).rows[0].n;
+    // Zero-credit requests come as the counted groups (usage_minute) they were kept as.
+    expect(report.counted_rows).toBe((await pool.query('SELECT count(*)::int AS n FROM usage_minute')).rows[0].n);
+    expect(report.counted_rows).toBeGreaterThan(0);
+    const rawInPruned = (
+      await pool.query('SELECT ((SELECT count(*) FROM ledger WHERE ts < $1) + (SELECT COALESCE(sum(requests), 0) FROM usage_minute WHERE ts < $1))::int AS n', [inst.rawFrom])
+    ).rows[0].n;
     expect(rawInPruned).toBe(5);
     expect(report.pruned_days.requests + rawInPruned).toBe(whole.requests - sumRows(expected.ledger.usage(inst.rawFrom, inst.now + DAY_MS, 'key')).requests);
     const answer = async (r: () => unknown) => {
@@ -137,15 +142,15 @@ describe('tollgate migrate-data', () => {
     const before = await contents(pool);
     const again = await migrateData(env, '--cache');
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/already holds 2 rows in api_keys, \d+ rows in credit_usage, \d+ rows in ledger, \d+ rows in usage_daily: .*Nothing was copied/);
+    expect(again.stderr).toMatch(/already holds 2 rows in api_keys, \d+ rows in credit_usage, \d+ rows in ledger, \d+ rows in usage_minute, \d+ rows in usage_daily: .*Nothing was copied/);
     expect(await contents(pool)).toEqual(before);
   });
 
   it('a failure midway leaves PostgreSQL as it was; once it is fixed, the copy goes through', async () => {
     const { pool, env } = await database();
     expect((await runCli(['migrate'], env)).code).toBe(0);
-    // Planted: a row of the ledger's last batch is refused, after the keys, credit usage and two batches were written.
-    await pool.query("ALTER TABLE ledger ADD CONSTRAINT planted CHECK (request_id <> 'req_hist_2399')");
+    // Planted: a charged row near the end of the ledger is refused, after the keys, credit usage and a batch of rows were written.
+    await pool.query("ALTER TABLE ledger ADD CONSTRAINT planted CHECK (request_id <> 'req_hist_2397')");
     const before = await contents(pool);
     const failed = await migrateData(env, '--cache');
     expect(failed.code).toBe(1);

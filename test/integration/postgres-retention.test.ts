@@ -98,7 +98,9 @@ async function expectWholeDays(ledger: PgLedger, rows: readonly LedgerRow[], day
   }
 }
 
-const rawCount = async (pool: Pool, before: number) => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger WHERE ts < $1', [before])).rows[0]!.n;
+/** Requests before `before` not folded: raw rows, and zero-credit requests counted in usage_minute. */
+const rawCount = async (pool: Pool, before: number) =>
+  (await pool.query<{ n: number }>('SELECT ((SELECT count(*) FROM ledger WHERE ts < $1) + (SELECT COALESCE(sum(requests), 0) FROM usage_minute WHERE ts < $1))::int AS n', [before])).rows[0]!.n;
 const foldedRequests = async (pool: Pool) => Number((await pool.query<{ n: string }>('SELECT COALESCE(SUM(requests), 0) AS n FROM usage_daily')).rows[0]!.n);
 
 describe('PostgreSQL ledger retention', () => {

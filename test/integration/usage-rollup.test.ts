@@ -17,7 +17,14 @@ const T0 = Date.UTC(2026, 2, 1);
 const DAYS = 6;
 const GROUPS: UsageGroup[] = ['key', 'day', 'endpoint'];
 
-/** The report as it was before rollups: one GROUP BY over the raw rows. */
+/**
+ * Every request as stored before rollups: the raw rows, and the counted groups of zero-credit
+ * requests (usage_minute, each at its earliest request's time).
+ */
+const STORED = `SELECT key_id, ts, endpoint, 1 AS requests, COALESCE(cache IN ('HIT', 'STALE'), 0) AS cache_hits, credits, credits_saved, credits * unsettled AS unsettled_credits FROM ledger
+  UNION ALL SELECT key_id, ts, endpoint, requests, cache_hits, 0, credits_saved, 0 FROM usage_minute`;
+
+/** The report as it was before rollups: one GROUP BY over everything stored. */
 function naive(db: DB, from: number, to: number, by: UsageGroup): UsageRow[] {
   const g = {
     key: { id: 'l.key_id', name: 'COALESCE(k.name, l.key_id)' },
@@ -26,9 +33,9 @@ function naive(db: DB, from: number, to: number, by: UsageGroup): UsageRow[] {
   }[by];
   return db
     .prepare<[number, number], UsageRow>(
-      `SELECT ${g.id} AS id, ${g.name} AS name, COUNT(*) AS requests, COALESCE(SUM(l.cache IN ('HIT', 'STALE')), 0) AS cache_hits,
-         SUM(l.credits) AS credits, SUM(l.credits_saved) AS credits_saved, SUM(l.credits * l.unsettled) AS unsettled_credits
-       FROM ledger l LEFT JOIN api_keys k ON k.id = l.key_id
+      `SELECT ${g.id} AS id, ${g.name} AS name, SUM(l.requests) AS requests, SUM(l.cache_hits) AS cache_hits,
+         SUM(l.credits) AS credits, SUM(l.credits_saved) AS credits_saved, SUM(l.unsettled_credits) AS unsettled_credits
+       FROM (${STORED}) l LEFT JOIN api_keys k ON k.id = l.key_id
        WHERE l.ts >= ? AND l.ts < ? GROUP BY 1 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`,
     )
     .all(from, to);
@@ -38,11 +45,33 @@ const rollup = (db: DB) => db.prepare('SELECT * FROM usage_daily ORDER BY day, k
 const groupByRaw = (db: DB) =>
   db
     .prepare(
-      `SELECT ts / 86400000 AS day, key_id, endpoint, COUNT(*) AS requests, COALESCE(SUM(cache IN ('HIT', 'STALE')), 0) AS cache_hits, SUM(credits) AS credits,
-         SUM(credits_saved) AS credits_saved, SUM(credits * unsettled) AS unsettled_credits
-       FROM ledger GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+      `SELECT ts / 86400000 AS day, key_id, endpoint, SUM(requests) AS requests, SUM(cache_hits) AS cache_hits, SUM(credits) AS credits,
+         SUM(credits_saved) AS credits_saved, SUM(unsettled_credits) AS unsettled_credits
+       FROM (${STORED}) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
     )
     .all();
+
+/** usage_minute's groups as stored, in key order. */
+const countedModel = (db: DB) => db.prepare('SELECT minute, key_id, endpoint, cache, status, ts, requests, cache_hits, credits_saved FROM usage_minute ORDER BY 1, 2, 3, 4, 5').all();
+
+/** What usage_minute must hold for the zero-credit requests among `rows` (fill reserves none of them): the model of UsageTally. */
+function expectedCounts(rows: Gen[]) {
+  const groups = new Map<string, { minute: number; key_id: string; endpoint: string; cache: string; status: number; ts: number; requests: number; cache_hits: number; credits_saved: number }>();
+  for (const g of rows) {
+    if (g.credits > 0) continue;
+    const r = ledgerRow(g);
+    const minute = Math.floor(r.ts / 60_000);
+    const k = [minute, r.keyId, r.endpoint, r.cache ?? ''].join('|');
+    const held = groups.get(k) ?? { minute, key_id: r.keyId, endpoint: r.endpoint, cache: r.cache ?? '', status: r.status, ts: r.ts, requests: 0, cache_hits: 0, credits_saved: 0 };
+    held.ts = Math.min(held.ts, r.ts);
+    held.requests++;
+    if (r.cache === 'HIT' || r.cache === 'STALE') held.cache_hits++;
+    held.credits_saved += r.creditsSaved;
+    groups.set(k, held);
+  }
+  const cmp = (a: string | number, b: string | number) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...groups.values()].sort((a, b) => cmp(a.minute, b.minute) || cmp(a.key_id, b.key_id) || cmp(a.endpoint, b.endpoint) || cmp(a.cache, b.cache));
+}
 
 const rowArb = fc.record({
   // A small id space: duplicates within a flush, across flushes and with recovered reservations.
@@ -54,7 +83,7 @@ const rowArb = fc.record({
   credits: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 5 })),
   creditsSaved: fc.integer({ min: 0, max: 4 }),
   unsettled: fc.boolean(),
-  // Rare, so that flushes of 50 rows and more (the multi-row INSERT) are common.
+  // Rare, so that groups are counted across several requests and several flushes.
   flushAfter: fc.integer({ min: 0, max: 40 }).map((x) => x === 0),
 });
 type Gen = typeof rowArb extends fc.Arbitrary<infer T> ? T : never;
@@ -79,7 +108,7 @@ const ledgerRow = (g: Gen): LedgerRow => ({
 /** A ledger written the way the gateway writes it: charged rows at once, the rest in flushes, then recovered reservations. */
 function fill(db: DB, rows: Gen[], reservations: Gen[]): void {
   const budgets = new BudgetStore(db);
-  const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000, batchMax: 100_000 });
+  const ledger = new LedgerStore(db, budgets, { flushEveryMs: 3_600_000 });
   for (const g of rows) {
     ledger.record(ledgerRow(g));
     if (g.flushAfter) ledger.flush();
@@ -117,6 +146,7 @@ describe('daily rollup', () => {
         withDb((db) => {
           fill(db, rows, reservations);
           expect(rollup(db)).toEqual(groupByRaw(db));
+          expect(countedModel(db)).toEqual(expectedCounts(rows));
           for (const { from, to } of ranges) for (const by of GROUPS) expect(queryUsage(db, from, to, by)).toEqual(naive(db, from, to, by));
         }),
       ),
@@ -124,14 +154,14 @@ describe('daily rollup', () => {
     );
   });
 
-  it('a flush whose chunks skip duplicate request ids counts only the rows inserted', () => {
+  it('charged rows are written once per request id; every zero-credit request is counted, none written as a row', () => {
     withDb((db) => {
-      const g = (n: number, credits = 0): Gen => ({ n, ts: n * 1000, key: 'key_a', endpoint: 'profile', cache: 'HIT', credits, creditsSaved: 1, unsettled: false, flushAfter: false });
-      // 50 rows fill one multi-row INSERT: ids 0–9 come twice (in another chunk), and two rows repeat the charged row's id.
-      const rows = [g(1000, 3), ...Array.from({ length: 120 }, (_, i) => g(i % 45 === 44 ? 1000 : i % 110))];
+      const g = (n: number, credits = 0): Gen => ({ n, ts: n * 1000, key: 'key_a', endpoint: 'profile', cache: 'HIT', credits, creditsSaved: 1, unsettled: false, flushAfter: n % 50 === 0 });
+      const rows = [g(1000, 3), g(1000, 3), ...Array.from({ length: 120 }, (_, i) => g(i % 110))];
       fill(db, rows, []);
-      expect(db.prepare('SELECT COUNT(*) FROM ledger').pluck().get()).toBe(109);
-      expect(db.prepare('SELECT SUM(requests) FROM usage_daily').pluck().get()).toBe(109);
+      expect(db.prepare('SELECT COUNT(*) FROM ledger').pluck().get()).toBe(1);
+      expect(db.prepare('SELECT SUM(requests) FROM usage_minute').pluck().get()).toBe(120);
+      expect(db.prepare('SELECT SUM(requests) FROM usage_daily').pluck().get()).toBe(121);
       expect(rollup(db)).toEqual(groupByRaw(db));
     });
   });
@@ -164,13 +194,15 @@ describe('retention', () => {
           const now = T0 + DAYS * DAY_MS + 5;
           const keepFrom = T0 + (DAYS - retentionDays) * DAY_MS;
           const raw = db.prepare<[], { request_id: string; ts: number }>('SELECT request_id, ts FROM ledger ORDER BY request_id').all();
+          const groups = db.prepare<[], { minute: number; ts: number }>('SELECT minute, ts FROM usage_minute ORDER BY 1, 2').all();
           const before = ranges.map((r) => GROUPS.map((by) => naive(db, r.from, r.to, by)));
           const whole = GROUPS.map((by) => naive(db, T0, T0 + DAYS * DAY_MS, by));
 
           const deleted = await new LedgerRetention(db, { retentionDays, batchRows: 7 }).prune(now);
 
-          expect(deleted).toBe(raw.filter((r) => r.ts < keepFrom).length);
+          expect(deleted).toBe(raw.filter((r) => r.ts < keepFrom).length + groups.filter((r) => r.ts < keepFrom).length);
           expect(db.prepare('SELECT request_id, ts FROM ledger ORDER BY request_id').all()).toEqual(raw.filter((r) => r.ts >= keepFrom));
+          expect(db.prepare('SELECT minute, ts FROM usage_minute ORDER BY 1, 2').all()).toEqual(groups.filter((r) => r.ts >= keepFrom));
           ranges.forEach((r, i) => {
             const edges = [r.from, r.to].filter((t) => t % DAY_MS !== 0);
             const exact = edges.every((t) => t >= keepFrom);
@@ -193,8 +225,9 @@ describe('retention', () => {
     await withDbAsync(async (db) => {
       fill(db, [{ n: 1, ts: 5_000, key: 'key_a', endpoint: 'profile', cache: 'HIT', credits: 0, creditsSaved: 2, unsettled: false, flushAfter: false }], []);
       expect(await new LedgerRetention(db, { retentionDays: null }).prune(T0 + 30 * DAY_MS)).toBe(0);
-      expect(db.prepare('SELECT COUNT(*) FROM ledger').pluck().get()).toBe(1);
+      expect(db.prepare('SELECT COUNT(*) FROM usage_minute').pluck().get()).toBe(1);
       expect(await new LedgerRetention(db, { retentionDays: 10 }).prune(T0 + 30 * DAY_MS)).toBe(1);
+      expect(db.prepare('SELECT COUNT(*) FROM usage_minute').pluck().get()).toBe(0);
       const err = (() => {
         try {
           queryUsage(db, T0 + 3_600_000, T0 + 40 * DAY_MS, 'key');

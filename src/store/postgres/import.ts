@@ -2,7 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { PERIODS, periodStart, PROVIDER_SCOPE } from '../../domain/credits.js';
 import { abandonedCharge, DAY_MS, type LedgerRow } from '../../domain/ledger.js';
 import { StartupError } from '../../domain/startup-error.js';
-import type { CacheRecord, CacheSource, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, PrunedDaysCopied } from '../transfer.js';
+import type { CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, PrunedDaysCopied } from '../transfer.js';
 import { NOTIFY_SQL } from './change-feed.js';
 import { inTransaction } from './pool.js';
 
@@ -76,6 +76,12 @@ const DAILY_COLUMNS: Column<DailyTotalsRecord>[] = [
   col('unsettled_credits', 'bigint', (d) => d.unsettledCredits),
 ];
 
+/** usage_minute's columns, each from the record's field of the same meaning. */
+const COUNTED_COLUMNS = (
+  [['minute', 'integer', 'minute'], ['key_id', 'text', 'keyId'], ['endpoint', 'text', 'endpoint'], ['cache', 'text', 'cache'], ['status', 'integer', 'status'],
+    ['code', 'text', 'code'], ['ts', 'bigint', 'ts'], ['requests', 'bigint', 'requests'], ['cache_hits', 'bigint', 'cacheHits'], ['credits_saved', 'bigint', 'creditsSaved']] as const
+).map(([name, type, field]) => col<CountedRecord>(name, type, (g) => g[field]));
+
 const CACHE_COLUMNS: Column<CacheRecord>[] = [
   col('key', 'text', (e) => e.key),
   col('endpoint', 'text', (e) => e.endpoint),
@@ -121,6 +127,7 @@ export interface ImportResult {
   keys: number;
   creditUsageRows: number;
   ledgerRows: number;
+  countedRows: number;
   prunedDays: PrunedDaysCopied;
   reservationsCharged: { requests: number; credits: number };
   cache: { entries: number; bytes: number } | null;
@@ -142,27 +149,28 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
   return inTransaction(pool, async (c) => {
     await c.query("SET LOCAL lock_timeout = '10s'");
     // Writers (a replica started too early, a second copy) wait for this one instead of slipping in beside it.
-    await c.query(`LOCK TABLE api_keys, credit_usage, reservations, ledger, usage_daily${source.cache ? ', cache_entries' : ''} IN EXCLUSIVE MODE`);
+    await c.query(`LOCK TABLE api_keys, credit_usage, reservations, ledger, usage_minute, usage_daily${source.cache ? ', cache_entries' : ''} IN EXCLUSIVE MODE`);
     await refuseUnlessEmpty(c, source.cache !== null, target);
     const keys = await insertAll(c, 'api_keys', KEY_COLUMNS, source.keys(batchRows));
     const creditUsageRows = await insertAll(c, 'credit_usage', USAGE_COLUMNS, source.creditUsage(batchRows));
     const ledgerRows = await insertAll(c, 'ledger', LEDGER_COLUMNS, source.ledger(batchRows));
+    const countedRows = await insertAll(c, 'usage_minute', COUNTED_COLUMNS, source.counted(batchRows));
     const prunedDays = await copyPrunedDays(c, source, batchRows);
     const reservationsCharged = await chargeReservations(c, source.reservations().map(abandonedCharge), batchRows);
     const cache = source.cache ? await copyCache(c, source.cache, batchRows) : null;
     await c.query(NOTIFY_SQL, ['keys']);
     if (cache) await c.query(NOTIFY_SQL, ['cache']);
-    return { keys, creditUsageRows, ledgerRows, prunedDays, reservationsCharged, cache };
+    return { keys, creditUsageRows, ledgerRows, countedRows, prunedDays, reservationsCharged, cache };
   });
 }
 
 async function refuseUnlessEmpty(c: PoolClient, withCache: boolean, target: string): Promise<void> {
-  const tables = ['api_keys', 'credit_usage', 'reservations', 'ledger', 'usage_daily', ...(withCache ? ['cache_entries'] : [])];
+  const tables = ['api_keys', 'credit_usage', 'reservations', 'ledger', 'usage_minute', 'usage_daily', ...(withCache ? ['cache_entries'] : [])];
   const r = await c.query<Record<string, string>>(`SELECT ${tables.map((t) => `(SELECT count(*) FROM ${t}) AS ${t}`).join(', ')}`);
   const held = tables.filter((t) => Number(r.rows[0]![t]) > 0).map((t) => `${r.rows[0]![t]} row${r.rows[0]![t] === '1' ? '' : 's'} in ${t}`);
   if (held.length === 0) return;
   throw new StartupError(
-    `${target} already holds ${held.join(', ')}: migrate-data copies only into a database without keys, credit usage, reservations or ledger rows (raw or daily totals)` +
+    `${target} already holds ${held.join(', ')}: migrate-data copies only into a database without keys, credit usage, reservations or ledger rows (raw, counted or daily totals)` +
       `${withCache ? ' (nor cache entries, with --cache)' : ''}, so that nothing is counted twice. Nothing was copied. ` +
       'If this installation was copied already, there is nothing left to do; otherwise copy into a new, empty database.',
     'TARGET_NOT_EMPTY',

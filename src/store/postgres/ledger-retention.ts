@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../domain/clock.js';
 import { DAY_MS, keepRawFromDay } from '../../domain/ledger.js';
 import type { StorageLog } from '../backend.js';
+import { MINUTE_MS } from '../usage-tally.js';
 
 /** Raw rows folded per statement: a few milliseconds of row locks on rows no request writes any more. */
 export const PG_PRUNE_BATCH_ROWS = 1_000;
@@ -33,6 +34,20 @@ const FOLD = `WITH gone AS (
   )
   SELECT count(*)::int AS n FROM gone`;
 
+/** As FOLD, for counted groups of zero-credit requests (usage_minute) of minutes before $1. */
+const FOLD_COUNTED = `WITH gone AS (
+    DELETE FROM usage_minute WHERE (minute, key_id, endpoint, cache, status, code) IN (
+      SELECT minute, key_id, endpoint, cache, status, code FROM usage_minute WHERE minute < $1::integer ORDER BY minute LIMIT $2 FOR UPDATE SKIP LOCKED)
+    RETURNING ts, key_id, endpoint, requests, cache_hits, credits_saved
+  ), folded AS (
+    INSERT INTO usage_daily (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits)
+    SELECT ts / ${DAY_MS}, key_id, endpoint, sum(requests), sum(cache_hits), 0, sum(credits_saved), 0
+    FROM gone GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (day, key_id, endpoint) DO UPDATE SET requests = usage_daily.requests + excluded.requests,
+      cache_hits = usage_daily.cache_hits + excluded.cache_hits, credits_saved = usage_daily.credits_saved + excluded.credits_saved
+  )
+  SELECT count(*)::int AS n FROM gone`;
+
 export interface PgRetentionOptions {
   /** Days of raw rows kept (whole UTC days before today); null keeps them forever. */
   readonly retentionDays: number | null;
@@ -42,8 +57,8 @@ export interface PgRetentionOptions {
 }
 
 /**
- * The shared ledger's retention: raw rows older than `retentionDays` whole UTC days are folded
- * into `usage_daily` (migration 5) and deleted, in batches of one statement each, so that the
+ * The shared ledger's retention: raw rows and counted groups (usage_minute) older than
+ * `retentionDays` whole UTC days are folded into `usage_daily` (migration 5) and deleted, in batches of one statement each, so that the
  * ledger table stops growing and requests inserting into it never wait behind a prune.
  *
  * With several replicas, each runs passes on its timer; a session advisory lock lets one
@@ -63,7 +78,7 @@ export class PgLedgerRetention {
   ) {}
 
   /**
-   * One pass at `now`: resolves to the rows folded (0 when another replica is pruning). A pass
+   * One pass at `now`: resolves to the rows and counted groups folded (0 when another replica is pruning). A pass
    * already running in this process is joined, not doubled. Rejects when the database fails;
    * what was folded stays folded, and the next pass resumes.
    */
@@ -124,11 +139,18 @@ export class PgLedgerRetention {
     await client.query("UPDATE ledger_meta SET value = GREATEST(value, $1) WHERE name = 'raw_from_day'", [keepFrom]);
     const batch = this.opts.batchRows ?? PG_PRUNE_BATCH_ROWS;
     let folded = 0;
-    for (;;) {
-      const r = await client.query<{ n: number }>(FOLD, [keepFrom, batch]);
-      const n = r.rows[0]?.n ?? 0;
-      folded += n;
-      if (n < batch || this.stopped) return folded;
+    for (const [sql, before] of [
+      [FOLD, keepFrom],
+      [FOLD_COUNTED, keepFrom * (DAY_MS / MINUTE_MS)],
+    ] as const) {
+      for (;;) {
+        const r = await client.query<{ n: number }>(sql, [before, batch]);
+        const n = r.rows[0]?.n ?? 0;
+        folded += n;
+        if (this.stopped) return folded;
+        if (n < batch) break;
+      }
     }
+    return folded;
   }
 }

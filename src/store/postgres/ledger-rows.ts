@@ -1,4 +1,5 @@
 import type { LedgerRow } from '../../domain/ledger.js';
+import type { TallyGroup } from '../usage-tally.js';
 
 /** The ledger's columns, in the order of `values` and TYPES. */
 export const COLUMNS = 'request_id, ts, key_id, endpoint, identity, cache, status, code, credits, credits_saved, upstream_ms, total_ms, upstream_request_id, unsettled';
@@ -30,3 +31,30 @@ export const INSERT_MANY = `INSERT INTO ledger (${COLUMNS}) SELECT * FROM unnest
 export const REPLACE = `UPDATE ledger SET (${COLUMNS.split(', ').slice(1).join(', ')}) = (${TYPES.slice(1)
   .map((t, i) => `$${i + 2}::${t}`)
   .join(', ')}) WHERE request_id = $1`;
+
+/** Counted groups (UsageTally), one array per column, in the order of UPSERT_COUNTED's. */
+export const countedArrays = (groups: readonly TallyGroup[]): unknown[][] => [
+  groups.map((g) => g.minute),
+  groups.map((g) => g.keyId),
+  groups.map((g) => g.endpoint),
+  groups.map((g) => g.cache),
+  groups.map((g) => g.status),
+  groups.map((g) => g.code),
+  groups.map((g) => g.ts),
+  groups.map((g) => g.requests),
+  groups.map((g) => g.cacheHits),
+  groups.map((g) => g.creditsSaved),
+];
+
+/**
+ * A replica's counts added to what every replica wrote for the same groups, in one statement.
+ * Ordered by the key: replicas flushing the same groups at once lock them in one order, never
+ * deadlocking.
+ */
+export const UPSERT_COUNTED = `INSERT INTO usage_minute (minute, key_id, endpoint, cache, status, code, ts, requests, cache_hits, credits_saved)
+  SELECT * FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
+    AS t(minute, key_id, endpoint, cache, status, code, ts, requests, cache_hits, credits_saved)
+  ORDER BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (minute, key_id, endpoint, cache, status, code) DO UPDATE SET ts = LEAST(usage_minute.ts, excluded.ts),
+    requests = usage_minute.requests + excluded.requests, cache_hits = usage_minute.cache_hits + excluded.cache_hits,
+    credits_saved = usage_minute.credits_saved + excluded.credits_saved`;

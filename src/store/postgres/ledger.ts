@@ -3,14 +3,11 @@ import { checkRange, DAY_MS, splitRange, type LedgerRow, type UsageGroup, type U
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn, type PgCredits } from './credits.js';
 import { DEFAULT_LEASE_MS } from './lease.js';
-import { INSERT_MANY, REPLACE, TYPES, values } from './ledger-rows.js';
+import { countedArrays, REPLACE, UPSERT_COUNTED, values } from './ledger-rows.js';
 import { inTransaction } from './pool.js';
 import { recoverAbandonedIn } from './recovery.js';
 import { settleIn } from './settle.js';
-
-/** Most zero-credit rows kept while they cannot be written. */
-const MAX_PENDING = 100_000;
-const DROP_STEP = 1_000;
+import { MINUTE_MS, UsageTally } from '../usage-tally.js';
 
 const GROUP: Record<UsageGroup, { id: string; name: string }> = {
   key: { id: 'u.key_id', name: 'COALESCE(k.name, u.key_id)' },
@@ -20,10 +17,12 @@ const GROUP: Record<UsageGroup, { id: string; name: string }> = {
 
 /**
  * Usage over ts in [$1, $2): the daily totals of the whole days [$3, $4) (days pruned past the
- * retention, ledger-retention.ts) plus every raw row in the range, grouped. A row is held
- * either raw or in its day's totals, never both, and one statement reads both in one
- * snapshot, so whole days are exact however far a prune has got; a partial day is exact when
- * none of it was folded, which checkRange establishes (PgLedger.report).
+ * retention, ledger-retention.ts) plus every raw row and counted group (usage_minute, at its
+ * earliest request's time; $5 and $6 its minutes, for the primary key) in the range, grouped.
+ * A row or group is held either as itself or in its day's totals, never both, and one
+ * statement reads all of them in one snapshot, so whole days are exact however far a prune
+ * has got; a partial day is exact when none of it was folded, which checkRange establishes
+ * (PgLedger.report).
  */
 const usageSql = (g: { id: string; name: string }, by: UsageGroup) => `WITH u (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits) AS (
     SELECT day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits FROM usage_daily WHERE day >= $3 AND day < $4
@@ -31,6 +30,9 @@ const usageSql = (g: { id: string; name: string }, by: UsageGroup) => `WITH u (d
     SELECT (ts / ${DAY_MS})::integer, key_id, endpoint, count(*), count(*) FILTER (WHERE cache IN ('HIT', 'STALE')), sum(credits), sum(credits_saved),
       COALESCE(sum(credits) FILTER (WHERE unsettled), 0)
     FROM ledger WHERE ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
+    UNION ALL
+    SELECT (ts / ${DAY_MS})::integer, key_id, endpoint, sum(requests), sum(cache_hits), 0, sum(credits_saved), 0
+    FROM usage_minute WHERE minute >= $5 AND minute <= $6 AND ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
   )
   SELECT ${g.id} AS id, ${g.name} AS name, SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
     SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits
@@ -42,8 +44,9 @@ const USAGE_SQL = Object.fromEntries((Object.keys(GROUP) as UsageGroup[]).map((b
 /**
  * The usage ledger in PostgreSQL. A row that charged credits, or whose request holds a
  * reservation of this process, is written with its charge and the end of the reservation in
- * one transaction before record() resolves; rows that charged nothing are written in batches
- * by flush(), one statement each. A request id is recorded once, whatever the retries. A
+ * one transaction before record() resolves. Requests that charged nothing get no row: they
+ * are counted in memory (UsageTally) and flush() adds the counts to usage_minute, one
+ * statement for every group. A charged request id is recorded once, whatever the retries. A
  * charged row that cannot be written is kept and retried by flush(); its reservation holds
  * the budget meanwhile, and a crash leaves it to recoverAbandoned.
  *
@@ -53,9 +56,8 @@ const USAGE_SQL = Object.fromEntries((Object.keys(GROUP) as UsageGroup[]).map((b
  * keeps the provider's figure and nothing is charged twice.
  */
 export class PgLedger implements Ledger {
-  private pending: LedgerRow[] = [];
-  /** Zero-credit rows dropped for lack of room while the database refused them. */
-  private dropped = 0;
+  /** Zero-credit requests counted since the last flush (kept, bounded, while the database refuses them). */
+  private readonly counted = new UsageTally();
   /** Charged rows whose write failed: kept (their reservations still hold the budget) and retried by flush(). */
   private retry: LedgerRow[] = [];
 
@@ -68,14 +70,9 @@ export class PgLedger implements Ledger {
 
   async record(row: LedgerRow): Promise<void> {
     if (row.credits <= 0 && this.credits.reservedFor(row.requestId) === null) {
-      this.pending.push(row);
-      // While PostgreSQL is down hits keep being answered: their rows, which carry no charge,
-      // are kept up to a bound and the oldest dropped beyond it (as the embedded ledger does).
-      if (this.pending.length > MAX_PENDING) {
-        // A thousand at a time: shifting a long array for every row would cost each request.
-        this.pending.splice(0, DROP_STEP);
-        this.dropped += DROP_STEP;
-      }
+      // While PostgreSQL is down hits keep being answered and counted: memory grows by groups
+      // (minute, key, endpoint, outcome), not requests, and is bounded (UsageTally).
+      this.counted.add(row);
       return;
     }
     try {
@@ -90,27 +87,25 @@ export class PgLedger implements Ledger {
       await this.writeSettled(this.retry[0]!);
       this.retry.shift();
     }
-    if (this.pending.length === 0) return;
-    const rows = this.pending;
-    this.pending = [];
+    if (this.counted.requests === 0) return;
+    const groups = this.counted.take();
     try {
-      // One array per column, each row's values made once.
-      const rowValues = rows.map(values);
-      await this.pool.query(INSERT_MANY, TYPES.map((_, i) => rowValues.map((v) => v[i])));
+      await this.pool.query(UPSERT_COUNTED, countedArrays(groups));
     } catch (err) {
-      this.pending = rows.concat(this.pending);
+      this.counted.restore(groups);
       throw err;
     }
   }
 
   backlog(): LedgerBacklog {
-    return { pending: this.pending.length, retrying: this.retry.length, dropped: this.dropped };
+    return { pending: this.counted.requests, retrying: this.retry.length, dropped: this.counted.dropped };
   }
 
   async report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]> {
     await this.flush();
     const { fromDay, toDay } = splitRange(from, to);
-    const r = await this.pool.query<Record<keyof UsageRow, string>>(USAGE_SQL[by], [from, to, fromDay, toDay]);
+    const minutes = [Math.floor(from / MINUTE_MS), Math.floor((to - 1) / MINUTE_MS)];
+    const r = await this.pool.query<Record<keyof UsageRow, string>>(USAGE_SQL[by], [from, to, fromDay, toDay, ...minutes]);
     // Read after the sums: a prune moves raw_from_day before it folds any row of a day, so a
     // day the sums saw partly folded is always behind the mark read here, and refused.
     const mark = await this.pool.query<{ value: string }>("SELECT value FROM ledger_meta WHERE name = 'raw_from_day'");

@@ -130,6 +130,24 @@ const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX audit_log_ts ON audit_log (ts, id);
    CREATE INDEX audit_log_target ON audit_log (target, ts)`,
+  // 7: requests that charged and reserved nothing (hits, refusals, collapsed followers) are
+  // counted, not inserted one row each (store/usage-tally.ts): per UTC minute, key, endpoint
+  // and outcome ('' for no cache status or code), `ts` the earliest request's time. Each
+  // replica adds its counts with one upsert per group per flush; a retention pass folds the
+  // groups past the retention into usage_daily as it does raw rows.
+  `CREATE TABLE usage_minute (
+     minute        integer NOT NULL,
+     key_id        text NOT NULL,
+     endpoint      text NOT NULL,
+     cache         text NOT NULL,
+     status        integer NOT NULL,
+     code          text NOT NULL,
+     ts            bigint NOT NULL,
+     requests      bigint NOT NULL,
+     cache_hits    bigint NOT NULL,
+     credits_saved bigint NOT NULL,
+     PRIMARY KEY (minute, key_id, endpoint, cache, status, code)
+   )`,
 ];
 
 /**

@@ -1,5 +1,5 @@
 import type { LedgerRow, Reservation } from '../../domain/ledger.js';
-import type { CacheRecord, CacheSource, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord } from '../transfer.js';
+import type { CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord } from '../transfer.js';
 import type { DB } from './db.js';
 import type { KeyRow } from './key-rows.js';
 import { DAY_MS } from './ledger-rows.js';
@@ -122,6 +122,12 @@ export class InstallationReader implements InstallationSource {
     }));
   }
 
+  counted(n: number): Iterable<CountedRecord[]> {
+    const sql = `SELECT minute, key_id AS keyId, endpoint, cache, status, code, ts, requests, cache_hits AS cacheHits, credits_saved AS creditsSaved
+      FROM usage_minute ORDER BY minute, key_id, endpoint, cache, status, code`;
+    return batches<CountedRecord, CountedRecord>(this.main, sql, n, (r) => r);
+  }
+
   reservations(): Reservation[] {
     return this.main
       .prepare<[], Reservation>('SELECT request_id AS requestId, ts, key_id AS keyId, endpoint, identity, estimate FROM reservations ORDER BY ts')
@@ -134,8 +140,8 @@ export class InstallationReader implements InstallationSource {
 
   /**
    * Days before `raw_from_day` (ledger-retention.ts) are known by their daily totals; a pass
-   * stopped midway may have left some of their raw rows, which are copied with the rest, so
-   * each group's totals here are less what its remaining raw rows account for.
+   * stopped midway may have left some of their raw rows and counted groups, which are copied
+   * with the rest, so each group's totals here are less what those account for.
    */
   prunedTotals(n: number): Iterable<DailyTotalsRecord[]> {
     const rawFrom = this.rawFromDay();
@@ -143,9 +149,16 @@ export class InstallationReader implements InstallationSource {
         d.credits - COALESCE(r.credits, 0) AS credits, d.credits_saved - COALESCE(r.credits_saved, 0) AS creditsSaved,
         d.unsettled_credits - COALESCE(r.unsettled_credits, 0) AS unsettledCredits
       FROM usage_daily d LEFT JOIN (
-        SELECT ts / ${DAY_MS} AS day, key_id, endpoint, COUNT(*) AS requests, SUM(cache IS 'HIT' OR cache IS 'STALE') AS cache_hits, SUM(credits) AS credits,
-          SUM(credits_saved) AS credits_saved, SUM(credits * unsettled) AS unsettled_credits
-        FROM ledger WHERE ts < ${rawFrom * DAY_MS} GROUP BY 1, 2, 3
+        SELECT day, key_id, endpoint, SUM(requests) AS requests, SUM(cache_hits) AS cache_hits, SUM(credits) AS credits, SUM(credits_saved) AS credits_saved,
+          SUM(unsettled_credits) AS unsettled_credits
+        FROM (
+          SELECT ts / ${DAY_MS} AS day, key_id, endpoint, COUNT(*) AS requests, SUM(cache IS 'HIT' OR cache IS 'STALE') AS cache_hits, SUM(credits) AS credits,
+            SUM(credits_saved) AS credits_saved, SUM(credits * unsettled) AS unsettled_credits
+          FROM ledger WHERE ts < ${rawFrom * DAY_MS} GROUP BY 1, 2, 3
+          UNION ALL
+          SELECT ts / ${DAY_MS}, key_id, endpoint, SUM(requests), SUM(cache_hits), 0, SUM(credits_saved), 0
+          FROM usage_minute WHERE ts < ${rawFrom * DAY_MS} GROUP BY 1, 2, 3
+        ) GROUP BY 1, 2, 3
       ) r ON r.day = d.day AND r.key_id = d.key_id AND r.endpoint = d.endpoint
       WHERE d.day < ${rawFrom} AND d.requests > COALESCE(r.requests, 0)
       ORDER BY d.day, d.key_id, d.endpoint`;

@@ -1,7 +1,10 @@
 import type { DB } from './db.js';
 import { keepRawFromDay } from '../../domain/ledger.js';
 import { DAY_MS } from './ledger-rows.js';
+import { MINUTE_MS } from '../usage-tally.js';
 import { gated, type WriteGate } from '../write-gate.js';
+
+const MINUTES_PER_DAY = DAY_MS / MINUTE_MS;
 
 /** Raw rows deleted per transaction: a few milliseconds of the write lock, then the event loop's turn. */
 export const PRUNE_BATCH_ROWS = 1_000;
@@ -15,10 +18,11 @@ export interface RetentionOptions {
 }
 
 /**
- * Deletes raw ledger rows older than the retention, in transactions of at most `batchRows`
- * rows with a turn of the event loop between them, so that requests (and their ledger
- * writes) never wait behind it for long. Every ledger row reached the daily rollup in the
- * transaction that inserted it (LedgerStore), so pruning never loses a total.
+ * Deletes raw ledger rows and counted groups (usage_minute) older than the retention, in
+ * transactions of at most `batchRows` rows with a turn of the event loop between them, so
+ * that requests (and their ledger writes) never wait behind it for long. Every ledger row and
+ * counted group reached the daily rollup in the transaction that wrote it (LedgerStore), so
+ * pruning never loses a total.
  *
  * `raw_from_day` moves first, in its own transaction: from then on a report whose edge falls
  * inside a day being pruned is refused (UsageRangePruned) rather than answered from a day
@@ -27,6 +31,7 @@ export interface RetentionOptions {
 export class LedgerRetention {
   private readonly updateStmt;
   private readonly deleteStmt;
+  private readonly deleteCountedStmt;
   private running: Promise<number> | null = null;
   private stopped = false;
 
@@ -36,6 +41,8 @@ export class LedgerRetention {
   ) {
     this.updateStmt = db.prepare<[number]>("UPDATE ledger_meta SET value = MAX(value, ?) WHERE name = 'raw_from_day'");
     this.deleteStmt = db.prepare<[number, number]>('DELETE FROM ledger WHERE rowid IN (SELECT rowid FROM ledger WHERE ts < ? LIMIT ?)');
+    const pk = 'minute, key_id, endpoint, cache, status, code';
+    this.deleteCountedStmt = db.prepare<[number, number]>(`DELETE FROM usage_minute WHERE (${pk}) IN (SELECT ${pk} FROM usage_minute WHERE minute < ? LIMIT ?)`);
   }
 
   /** The first UTC day (days since the epoch) kept raw at `now`, or null when nothing is pruned. */
@@ -44,7 +51,7 @@ export class LedgerRetention {
   }
 
   /**
-   * One pass: resolves to the rows deleted. A pass already running is joined, not doubled.
+   * One pass: resolves to the rows deleted (raw rows and counted groups). A pass already running is joined, not doubled.
    * Rejects on a write failure (StorageUnavailable included); the next pass resumes.
    */
   prune(now: number): Promise<number> {
@@ -64,14 +71,18 @@ export class LedgerRetention {
     // IMMEDIATE, like every server write: the lock is waited for up front (see CacheStore.put).
     const update = this.db.transaction(() => this.updateStmt.run(keepFrom)).immediate;
     const remove = this.db.transaction(() => this.deleteStmt.run(keepFrom * DAY_MS, batch).changes).immediate;
+    const removeCounted = this.db.transaction(() => this.deleteCountedStmt.run(keepFrom * MINUTES_PER_DAY, batch).changes).immediate;
     gated(this.opts.gate, update);
     let deleted = 0;
-    for (;;) {
-      const n = gated(this.opts.gate, remove);
-      deleted += n;
-      if (n < batch) return deleted;
-      await new Promise((r) => setImmediate(r));
-      if (this.stopped) return deleted;
+    for (const step of [remove, removeCounted]) {
+      for (;;) {
+        const n = gated(this.opts.gate, step);
+        deleted += n;
+        if (n < batch) break;
+        await new Promise((r) => setImmediate(r));
+        if (this.stopped) return deleted;
+      }
     }
+    return deleted;
   }
 }

@@ -1,4 +1,5 @@
 import type { DB } from './db.js';
+import type { TallyGroup } from '../usage-tally.js';
 
 import { DAY_MS, dayOf, type LedgerRow } from '../../domain/ledger.js';
 
@@ -21,9 +22,6 @@ export const LEDGER_COLUMNS = [
   'upstream_request_id',
   'unsettled',
 ] as const;
-
-/** Rows per multi-row INSERT in a flush (14 parameters each, far below SQLite's 32,766 limit). */
-export const FLUSH_CHUNK = 50;
 
 /** Write `r`'s values into `buf` from `k` in LEDGER_COLUMNS order; returns the next index. */
 export function fill(buf: unknown[], k: number, r: LedgerRow): number {
@@ -66,8 +64,9 @@ interface DailyGroup {
 
 /**
  * The daily rollup's writer. Called inside the transaction that inserted the rows, with only
- * the rows actually inserted (INSERT OR IGNORE skips a request id already held): the rollup
- * then always equals a GROUP BY over every ledger row ever written, pruned or not.
+ * the rows actually inserted (INSERT OR IGNORE skips a request id already held), or with the
+ * counted groups that transaction wrote to usage_minute: the rollup then always equals a
+ * GROUP BY over every ledger row and counted group ever written, pruned or not.
  */
 export class DailyRollup {
   private readonly upsertStmt;
@@ -86,21 +85,59 @@ export class DailyRollup {
   add(rows: Iterable<LedgerRow>): void {
     const groups = new Map<string, DailyGroup>();
     for (const r of rows) {
-      const day = dayOf(r.ts);
-      const k = `${day}\u0000${r.keyId}\u0000${r.endpoint}`;
-      let g = groups.get(k);
-      if (!g) {
-        g = { day, keyId: r.keyId, endpoint: r.endpoint, requests: 0, cacheHits: 0, credits: 0, creditsSaved: 0, unsettledCredits: 0 };
-        groups.set(k, g);
-      }
+      const g = this.group(groups, dayOf(r.ts), r.keyId, r.endpoint);
       g.requests++;
       if (isHit(r.cache)) g.cacheHits++;
       g.credits += r.credits;
       g.creditsSaved += r.creditsSaved;
       if (r.unsettled) g.unsettledCredits += r.credits;
     }
+    this.write(groups);
+  }
+
+  /** Add counted groups (written to usage_minute just now, in the caller's transaction); they charged nothing. */
+  addCounted(counted: Iterable<TallyGroup>): void {
+    const groups = new Map<string, DailyGroup>();
+    for (const c of counted) {
+      const g = this.group(groups, dayOf(c.ts), c.keyId, c.endpoint);
+      g.requests += c.requests;
+      g.cacheHits += c.cacheHits;
+      g.creditsSaved += c.creditsSaved;
+    }
+    this.write(groups);
+  }
+
+  private group(groups: Map<string, DailyGroup>, day: number, keyId: string, endpoint: string): DailyGroup {
+    const k = `${day}\u0000${keyId}\u0000${endpoint}`;
+    let g = groups.get(k);
+    if (!g) {
+      g = { day, keyId, endpoint, requests: 0, cacheHits: 0, credits: 0, creditsSaved: 0, unsettledCredits: 0 };
+      groups.set(k, g);
+    }
+    return g;
+  }
+
+  private write(groups: Map<string, DailyGroup>): void {
     for (const g of groups.values()) {
       this.upsertStmt.run(g.day, g.keyId, g.endpoint, g.requests, g.cacheHits, g.credits, g.creditsSaved, g.unsettledCredits);
     }
+  }
+}
+
+/** Counted groups into usage_minute: one upsert per group, adding to what an earlier flush wrote for it. */
+export class MinuteTotals {
+  private readonly upsertStmt;
+
+  constructor(db: DB) {
+    this.upsertStmt = db.prepare<[number, string, string, string, number, string, number, number, number, number]>(
+      `INSERT INTO usage_minute (minute, key_id, endpoint, cache, status, code, ts, requests, cache_hits, credits_saved)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (minute, key_id, endpoint, cache, status, code) DO UPDATE SET ts = MIN(ts, excluded.ts),
+         requests = requests + excluded.requests, cache_hits = cache_hits + excluded.cache_hits, credits_saved = credits_saved + excluded.credits_saved`,
+    );
+  }
+
+  add(groups: Iterable<TallyGroup>): void {
+    for (const g of groups) this.upsertStmt.run(g.minute, g.keyId, g.endpoint, g.cache, g.status, g.code, g.ts, g.requests, g.cacheHits, g.creditsSaved);
   }
 }

@@ -4,22 +4,19 @@ import { FlushTimer } from '../flush-timer.js';
 import { type BudgetStore } from './budgets.js';
 import { AbandonedReservations } from './ledger-recovery.js';
 import { LedgerWriter } from './ledger-writer.js';
+import { UsageTally } from '../usage-tally.js';
 import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
 import { gated, isStorageError, type WriteGate } from '../write-gate.js';
 import { PROVIDER_SCOPE } from '../../domain/credits.js';
 import type { LedgerRow, UsageGroup, UsageRow } from '../../domain/ledger.js';
 
-export { FLUSH_CHUNK, type LedgerRow } from './ledger-rows.js';
+export { type LedgerRow } from './ledger-rows.js';
 export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
 
-/** Zero-credit rows kept while tollgate.db cannot be written; beyond it the oldest are dropped. */
-export const MAX_PENDING_ROWS = 100_000;
-
 export interface LedgerOptions {
+  /** How far the counts of zero-credit requests may lag: what a `kill -9` can lose of them. */
   flushEveryMs?: number;
-  /** Queued zero-credit rows that trigger a flush. */
-  batchMax?: number;
   /** Shared by every server writer of tollgate.db; none for one-shot connections. */
   gate?: WriteGate | null;
   /** A write failed; the rows are kept and retried (see FlushTimer). */
@@ -32,15 +29,16 @@ export interface LedgerOptions {
  * The usage ledger. A row that charged credits, or whose request held a reservation, is
  * written before its answer leaves, together with the budgets' usage and the deletion of the
  * reservation, in one transaction: the ledger and the budgets can never disagree, and a crash
- * can never lose a charge (the reservation stays until this commits). Rows that charged
- * nothing and reserved nothing (hits, refusals, followers) are batched: at most
- * `flushEveryMs` or `batchMax` rows behind, flushed on close.
+ * can never lose a charge (the reservation stays until this commits). Requests that charged
+ * nothing and reserved nothing (hits, refusals, followers) get no row: they are counted in
+ * memory (UsageTally) and written as one upsert per minute, key, endpoint and outcome at most
+ * `flushEveryMs` later, and on close. A `kill -9` loses at most that long of their counts.
  *
  * A write that fails never fails the request: the provider's answer is served, the row is
  * kept and retried with backoff, its reservation still holding the budget meanwhile.
  *
- * Every transaction that inserts rows also adds them to the daily totals (DailyRollup), so
- * reports stay exact after raw rows are pruned (LedgerRetention).
+ * Every transaction that writes rows or counts also adds them to the daily totals
+ * (DailyRollup), so reports stay exact after raw rows are pruned (LedgerRetention).
  *
  * This class queues, retries and gives up; the inserts themselves are LedgerWriter's, the
  * recovery of a dead process's reservations AbandonedReservations', the reports'
@@ -50,13 +48,11 @@ export class LedgerStore implements Ledger {
   private readonly writer: LedgerWriter;
   private readonly abandoned: AbandonedReservations;
   private readonly reader: ReadWorker | null;
-  private pending: LedgerRow[] = [];
+  private readonly counted = new UsageTally();
   /** Rows that must be written with their charge (or reservation), whose first write failed. */
   private retry: LedgerRow[] = [];
-  private dropped = 0;
   private readonly timer: FlushTimer;
   private readonly onWriteError: (err: Error) => void;
-  private readonly batchMax: number;
   private readonly gate: WriteGate | null;
 
   constructor(
@@ -64,7 +60,6 @@ export class LedgerStore implements Ledger {
     private readonly budgets: BudgetStore,
     opts: LedgerOptions = {},
   ) {
-    this.batchMax = opts.batchMax ?? 500;
     this.gate = opts.gate ?? null;
     this.reader = opts.reader ?? null;
     this.writer = new LedgerWriter(db, budgets, this.gate);
@@ -76,9 +71,8 @@ export class LedgerStore implements Ledger {
   /** Record one request's row; never throws for a storage failure (see the class comment). */
   record(row: LedgerRow): void {
     if (row.credits <= 0 && this.budgets.reservedFor(row.requestId) === null) {
-      this.pending.push(row);
-      if (this.pending.length >= this.batchMax) this.flushQuietly();
-      else this.timer.schedule();
+      this.counted.add(row);
+      this.timer.schedule();
       return;
     }
     try {
@@ -90,15 +84,15 @@ export class LedgerStore implements Ledger {
     }
   }
 
-  /** Rows not yet written (queued or awaiting a retry), and zero-credit rows dropped for lack of room. */
+  /** Zero-credit requests counted but not yet written, charged rows awaiting a retry, and counts dropped for lack of room. */
   backlog(): { pending: number; retrying: number; dropped: number } {
-    return { pending: this.pending.length, retrying: this.retry.length, dropped: this.dropped };
+    return { pending: this.counted.requests, retrying: this.retry.length, dropped: this.counted.dropped };
   }
 
   /**
    * Write everything queued; throws (keeping the rows) when tollgate.db cannot be written,
-   * and leaves the retry to the timer, so a failed flush called from outside (a report, the
-   * batch bound) never ends the retries.
+   * and leaves the retry to the timer, so a failed flush called from outside (a report)
+   * never ends the retries.
    */
   flush(): void {
     try {
@@ -121,15 +115,18 @@ export class LedgerStore implements Ledger {
       }
       this.retry.shift();
     }
-    if (this.pending.length === 0) return;
-    const rows = this.pending;
-    this.pending = [];
+    if (this.counted.requests === 0) return;
+    const groups = this.counted.take();
     try {
-      gated(this.gate, () => this.writer.insertBatch(rows));
+      gated(this.gate, () => this.writer.writeCounted(groups));
     } catch (err) {
-      if (!isStorageError(err)) return this.insertOneByOne(rows);
-      this.pending = rows.length + this.pending.length > MAX_PENDING_ROWS ? this.trim(rows.concat(this.pending)) : rows.concat(this.pending);
-      throw err;
+      if (isStorageError(err)) {
+        this.counted.restore(groups);
+        throw err;
+      }
+      // Refused for a reason of the rows' own: retrying would refuse them again. No charge is lost.
+      this.counted.discard(groups);
+      this.onWriteError(new Error(`counts of ${groups.reduce((n, g) => n + g.requests, 0)} zero-credit requests cannot be written (${(err as Error).message}); dropped`));
     }
   }
 
@@ -148,23 +145,6 @@ export class LedgerStore implements Ledger {
       /* the estimate stays: still a charge */
     }
     this.onWriteError(new Error(`ledger row ${row.requestId} cannot be written (${err.message}); its ${row.credits} credits are charged from its reservation at the next start`));
-  }
-
-  /** A batch refused for a row of its own: write the rows one at a time, drop (and count) the ones that fail. */
-  private insertOneByOne(rows: LedgerRow[]): void {
-    for (const row of rows) {
-      try {
-        gated(this.gate, () => this.writer.insertBatch([row]));
-      } catch (err) {
-        if (isStorageError(err)) {
-          this.pending.push(row);
-          continue;
-        }
-        this.dropped++;
-        this.onWriteError(new Error(`ledger row ${row.requestId} (no charge) cannot be written (${(err as Error).message}); dropped`));
-      }
-    }
-    if (this.pending.length > 0) this.timer.schedule();
   }
 
   /**
@@ -191,21 +171,5 @@ export class LedgerStore implements Ledger {
   /** Reports being read by the worker, not yet answered. */
   reportsInFlight(): number {
     return this.reader?.inFlight() ?? 0;
-  }
-
-  /** A flush past batchMax runs on the request path: a failure there is the timer's to retry. */
-  private flushQuietly(): void {
-    try {
-      this.flush();
-    } catch {
-      /* kept; the timer retries */
-    }
-  }
-
-  /** Zero-credit rows carry no charge: past the bound the oldest go, counted, so memory stays bounded. */
-  private trim(rows: LedgerRow[]): LedgerRow[] {
-    const excess = rows.length - MAX_PENDING_ROWS;
-    this.dropped += excess;
-    return rows.slice(excess);
   }
 }

@@ -124,4 +124,25 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX audit_log_target ON audit_log(target, ts);
     `);
   },
+  // Requests that charged and reserved nothing (hits, refusals, collapsed followers) are
+  // counted, not written one row each (store/usage-tally.ts): per UTC minute, key, endpoint and
+  // outcome ('' for no cache status or code), `ts` the earliest request's time. Added to
+  // usage_daily in the same transaction, like raw rows; pruned with them (ledger-retention.ts).
+  (db) => {
+    db.exec(`
+      CREATE TABLE usage_minute (
+        minute         INTEGER NOT NULL,
+        key_id         TEXT NOT NULL,
+        endpoint       TEXT NOT NULL,
+        cache          TEXT NOT NULL,
+        status         INTEGER NOT NULL,
+        code           TEXT NOT NULL,
+        ts             INTEGER NOT NULL,
+        requests       INTEGER NOT NULL,
+        cache_hits     INTEGER NOT NULL,
+        credits_saved  INTEGER NOT NULL,
+        PRIMARY KEY (minute, key_id, endpoint, cache, status, code)
+      ) STRICT, WITHOUT ROWID;
+    `);
+  },
 ];

@@ -1,5 +1,6 @@
 import type { DB } from './db.js';
 import { DAY_MS } from './ledger-rows.js';
+import { minuteOf } from '../usage-tally.js';
 import type { ReadStatement } from './read-worker.js';
 
 import { checkRange, splitRange, UsageRangePruned, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
@@ -15,18 +16,26 @@ const GROUP_SQL: Record<UsageGroup, { id: string; name: string }> = {
 const RAW = `SELECT ts / ${DAY_MS}, key_id, endpoint, COUNT(*), SUM(cache IS 'HIT' OR cache IS 'STALE'), SUM(credits), SUM(credits_saved), SUM(credits * unsettled)
     FROM ledger WHERE ts >= ? AND ts < ? GROUP BY 1, 2, 3`;
 
+/**
+ * The counted groups (zero-credit requests, usage_minute) of a stretch, each by its earliest
+ * request's time; the minute bounds let the primary key find them (a group's ts lies in its minute).
+ */
+const COUNTED = `SELECT ts / ${DAY_MS}, key_id, endpoint, SUM(requests), SUM(cache_hits), 0, SUM(credits_saved), 0
+    FROM usage_minute WHERE minute >= ? AND minute <= ? AND ts >= ? AND ts < ? GROUP BY 1, 2, 3`;
+
 /** The reading that decides whether a range can be answered exactly (see UsageRangePruned). */
 export const RAW_FROM_DAY: ReadStatement = { sql: "SELECT value FROM ledger_meta WHERE name = 'raw_from_day'", params: [], mode: 'get' };
 
 /**
- * The report's SQL: daily totals for the whole days, raw rows for the partial days at the
- * edges, summed per group. Exact for any range checkRange accepts; reads at most two days
- * of raw rows whatever the range's length.
+ * The report's SQL: daily totals for the whole days, raw rows and counted groups for the
+ * partial days at the edges, summed per group. Exact for any range checkRange accepts (a
+ * counted group at its earliest request's time); reads at most two days of raw rows and
+ * counted groups whatever the range's length.
  */
 export function usageStatement(from: number, to: number, by: UsageGroup): ReadStatement {
   const s = splitRange(from, to);
   const sql = GROUP_SQL[by];
-  const raw = s.raw.map(() => `UNION ALL ${RAW}`).join('\n    ');
+  const raw = s.raw.map(() => `UNION ALL ${RAW}\n    UNION ALL ${COUNTED}`).join('\n    ');
   return {
     sql: `WITH u (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits) AS (
     SELECT day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits FROM usage_daily WHERE day >= ? AND day < ?
@@ -36,7 +45,7 @@ export function usageStatement(from: number, to: number, by: UsageGroup): ReadSt
     SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits
   FROM u LEFT JOIN api_keys k ON k.id = u.key_id
   GROUP BY 1 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`,
-    params: [s.fromDay, s.toDay, ...s.raw.flat()],
+    params: [s.fromDay, s.toDay, ...s.raw.flatMap(([a, b]) => [a, b, minuteOf(a), minuteOf(b - 1), a, b])],
     mode: 'all',
   };
 }
