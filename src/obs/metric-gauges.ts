@@ -102,7 +102,7 @@ function registerStorageMetrics(registers: Registry[], facts: () => StorageFacts
   });
   new Gauge({
     name: 'tollgate_ledger_backlog_rows',
-    help: 'Ledger rows not yet written: pending (zero-credit, batched) and retrying (charged rows whose write failed; their reservations hold).',
+    help: 'Ledger entries not yet written: pending (requests that charged nothing, counted in memory and written once a second) and retrying (charged rows whose write failed; their reservations hold).',
     labelNames: ['kind'],
     registers,
     collect() {
@@ -115,7 +115,7 @@ function registerStorageMetrics(registers: Registry[], facts: () => StorageFacts
   let dropped = 0;
   new Counter({
     name: 'tollgate_ledger_dropped_rows_total',
-    help: 'Zero-credit ledger rows dropped because tollgate.db could not be written for long (never a charge).',
+    help: 'Counts of requests that charged nothing dropped because storage could not be written for long (never a charge).',
     registers,
     collect() {
       const now = facts()?.ledger.dropped ?? dropped;
