@@ -3,9 +3,9 @@ import { DecoratorHandler, type Dispatcher } from 'undici';
 import { inContract, OpenApiContract } from './openapi-contract.js';
 
 /**
- * An undici interceptor that observes answers to /v1 and /admin targets and judges each
- * against the OpenAPI document (openapi-contract.ts) as it completes, before the caller sees
- * its end. It changes nothing the caller sees: violations are only collected, and the setup
+ * An undici interceptor that observes answers to /v1, /admin and operations targets and
+ * judges each against the OpenAPI document (openapi-contract.ts) as it completes, before the
+ * caller sees its end. It changes nothing the caller sees: violations are only collected, and the setup
  * file (test/setup/openapi-contract.ts) fails the test that made the call with them.
  *
  * Installed on undici's global dispatcher, which `request()` and `fetch()` use; a test with a

@@ -9,8 +9,8 @@ import { parse } from 'yaml';
  * operation (or its `4XX` range), every header the document marks required must be there and
  * every documented header present must match its schema, the body must match the schema of
  * its media type, and X-Request-Id must be the body's request id. Targets that match no
- * documented path or method are judged by `components.pathItems.OtherV1Target` /
- * `OtherAdminTarget`; HEAD by the GET operation, without a body.
+ * documented path or method are judged by `components.pathItems.OtherV1Target` (under /v1)
+ * or `OtherTarget`; HEAD by the GET operation, without a body.
  */
 
 export const DOCUMENT_PATH = new URL('../../src/openapi/tollgate.openapi.yaml', import.meta.url);
@@ -28,9 +28,9 @@ export interface SeenAnswer {
   readonly body: string;
 }
 
-/** Whether the contract covers a request target: /v1 and /admin, as the gateway routes them. */
+/** Whether the contract covers a request target: /v1 and /admin as the gateway routes them, and the operations routes. */
 export function inContract(target: string): boolean {
-  return /^\/(v1|admin)(\/|\?|$)/.test(target);
+  return /^\/(v1|admin)(\/|\?|$)/.test(target) || /^\/(healthz|readyz|metrics|openapi\.json|docs)(\?|$)/.test(target);
 }
 
 // ajv-formats is CommonJS with a default export; under NodeNext it arrives as the module object.
@@ -86,7 +86,7 @@ export class OpenApiContract {
         return { node: paths[documented]![w] as Node, pointer: `#/paths/${esc(documented)}/${w}`, name: `${w.toUpperCase()} ${documented}` };
       }
     }
-    const item = path.startsWith('/v1') ? 'OtherV1Target' : 'OtherAdminTarget';
+    const item = /^\/v1(\/|$)/.test(path) ? 'OtherV1Target' : 'OtherTarget';
     const items = (this.doc.components as Node).pathItems as Record<string, Node>;
     for (const w of wanted) {
       if (items[item]![w]) return { node: items[item]![w] as Node, pointer: `#/components/pathItems/${item}/${w}`, name: `${item} ${w.toUpperCase()}` };
@@ -161,7 +161,10 @@ export class OpenApiContract {
   private errors(v: ValidateFunction): string {
     return (v.errors ?? [])
       .slice(0, 4)
-      .map((e) => `${e.instancePath || '/'} ${e.message ?? ''}${e.params && 'allowedValues' in e.params ? ` ${JSON.stringify(e.params.allowedValues)}` : ''}`)
+      .map((e) => {
+        const allowed = e.params && 'allowedValues' in e.params ? e.params.allowedValues : e.params && 'allowedValue' in e.params ? e.params.allowedValue : undefined;
+        return `${e.instancePath || '/'} ${e.message ?? ''}${allowed === undefined ? '' : ` ${JSON.stringify(allowed)}`}`;
+      })
       .join('; ');
   }
 }

@@ -3,10 +3,11 @@ import { getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { contractCheck, takeViolations } from '../helpers/contract-interceptor.js';
 
 /**
- * Every answer to a /v1 or /admin target that a test receives through undici's global
- * dispatcher (`request()`, `fetch()`) is checked against src/openapi/tollgate.openapi.yaml
- * (test/helpers/openapi-contract.ts): an answer the document does not describe fails the
- * test that received it — or, for a call made in a beforeAll/afterAll hook, the file. The
+ * Every answer to a /v1 or /admin target, or to an operations route, that a test receives
+ * through undici's global dispatcher (`request()`, `fetch()`) is checked against
+ * src/openapi/tollgate.openapi.yaml (test/helpers/openapi-contract.ts): an answer the document
+ * does not describe fails the test that received it — or, for a call made in a
+ * beforeAll/afterAll hook, the file. The
  * answers are observed, never altered. Not covered: raw-socket exchanges
  * (test/helpers/raw-http.ts) and dispatchers a test makes itself unless it composes
  * `contractCheck`.
