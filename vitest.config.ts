@@ -8,5 +8,7 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 20_000,
     hookTimeout: 20_000,
+    // Every /v1 and /admin answer the tests receive is checked against the OpenAPI document.
+    setupFiles: ['test/setup/openapi-contract.ts'],
   },
 });

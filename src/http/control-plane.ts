@@ -6,6 +6,7 @@ import { newRequestId } from '../domain/request-id.js';
 import { traceContext, type TraceContext } from '../domain/trace-context.js';
 import { endpointLabel } from '../obs/metrics.js';
 import { OPS_PATHS, registerOps } from './ops-routes.js';
+import { registerApiDocs } from './api-docs.js';
 import { logRequest } from '../obs/request-log.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
 import type { ServerDeps } from './deps.js';
@@ -15,10 +16,11 @@ import { parserErrorHandler } from './parser-errors.js';
 
 /**
  * Everything but /v1, on Fastify: the admin API (JSON bodies, its own token check and error
- * handling), /healthz, /readyz, /metrics, and 404s elsewhere. Its frame applies the data
- * plane's edge rules through the same helpers (edge.ts, client-ip.ts, request-log.ts): request
- * id, client address, drain refusal, early refusal, one log line, the error envelope. None of
- * its answers carries rate fields: they belong to /v1.
+ * handling), /healthz, /readyz, /metrics, the API description (/openapi.json, /docs:
+ * api-docs.ts), and 404s elsewhere. Its frame applies the data plane's edge rules through
+ * the same helpers (edge.ts, client-ip.ts, request-log.ts): request id, client address, drain
+ * refusal, early refusal, one log line, the error envelope. None of its answers carries rate
+ * fields: they belong to /v1.
  */
 export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFactory: FastifyServerFactory): FastifyInstance {
   const { config, ops } = deps;
@@ -82,6 +84,7 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
   });
 
   registerOps(app, ops);
+  registerApiDocs(app);
   registerAdmin(app, deps);
 
   app.setNotFoundHandler(async (request, reply) => sendAnswer(reply, errorAnswer(routeNotFound(request.method, request.url), request.id)));

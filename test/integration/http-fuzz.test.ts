@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isV1Path } from '../../src/http/edge.js';
+import { contractCheck } from '../helpers/contract-interceptor.js';
 import { apiRequest, type ApiRequest, type FuzzKeys } from '../helpers/fuzz-requests.js';
 import { rawBatch, type RawBatch } from '../helpers/fuzz-raw.js';
 import { exchange } from '../helpers/raw-http.js';
@@ -94,7 +95,8 @@ async function pooled<T>(items: readonly T[], width: number, work: (item: T) => 
 describe('HTTP fuzz', () => {
   it(`${API_REQUESTS} well-formed requests with anything in them: envelope, X-Request-Id, rate fields, no gateway 5xx`, { timeout: 90_000 }, async () => {
     const requests = fc.sample(apiRequest(keys), { seed: SEED, numRuns: API_REQUESTS });
-    const pool = new Pool(s.url, { connections: 24 });
+    // Its own pool (24 keep-alive connections), with the OpenAPI contract check of every answer.
+    const pool = new Pool(s.url, { connections: 24 }).compose(contractCheck);
     const bad: string[] = [];
     const statuses = new Map<number, number>();
     try {

@@ -7,6 +7,7 @@ import { Agent, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/index.js';
 import { exited, runCli, startCli } from '../helpers/cli.js';
+import { contractCheck } from '../helpers/contract-interceptor.js';
 import { SIM_KEY, startStack } from '../helpers/stack.js';
 
 const dirs: string[] = [];
@@ -121,7 +122,8 @@ describe('SIGTERM on `tollgate serve` (a real child process)', () => {
         /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*"msg":"tollgate listening"/,
       );
       const base = match[1]!;
-      const agent = new Agent();
+      // Agents of its own (a connection per request), with the OpenAPI contract check.
+      const agent = new Agent().compose(contractCheck);
       try {
         sim.inject({ fault: { kind: 'latency', ms: 800 }, times: 1 });
         const slow = request(`${base}/v1/profile?person.id=4711`, { headers: { authorization: `Bearer ${key}` }, dispatcher: agent });
@@ -130,7 +132,7 @@ describe('SIGTERM on `tollgate serve` (a real child process)', () => {
         child.kill('SIGTERM');
         await until(() => output().includes('shutting down'));
         // A new connection after SIGTERM: refused at the socket, or answered 503 if it raced in.
-        const late = await request(`${base}/v1/profile?person.id=4712`, { headers: { authorization: `Bearer ${key}` }, dispatcher: new Agent() }).then(
+        const late = await request(`${base}/v1/profile?person.id=4712`, { headers: { authorization: `Bearer ${key}` }, dispatcher: new Agent().compose(contractCheck) }).then(
           async (r) => (await r.body.text(), r.statusCode),
           (err: NodeJS.ErrnoException) => err.code ?? 'error',
         );
