@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { StartupError, uidText } from '../../domain/startup-error.js';
 
@@ -82,7 +82,13 @@ export function openError(err: unknown, path: string): unknown {
   if (err instanceof StartupError) return err;
   const code = (err as { code?: string }).code ?? '';
   const fix = 'fix its owner or mode, or set --data-dir / TOLLGATE_DATA_DIR';
-  if (/^(EACCES|EPERM|EROFS)$/.test(code)) {
+  // A volume mounted read-only (`-v …:/data:ro`): no owner or mode fixes that. SQLite says
+  // only CANTOPEN or READONLY when the files already exist there, so access(2) tells.
+  if (code === 'EROFS' || (/^SQLITE_(CANTOPEN|READONLY)/.test(code) && onReadOnlyFs(dirname(path)))) {
+    const at = (err as { path?: string }).path ?? path;
+    return new StartupError(`data directory ${dirname(path)} is on a read-only file system (${code} on ${at}); mount it read-write, or set --data-dir / TOLLGATE_DATA_DIR`, code);
+  }
+  if (/^(EACCES|EPERM)$/.test(code)) {
     const at = (err as { path?: string }).path ?? dirname(path);
     return new StartupError(`data directory ${dirname(path)} is not writable by ${uidText()} (${code} on ${at}); ${fix}`, code);
   }
@@ -92,6 +98,15 @@ export function openError(err: unknown, path: string): unknown {
   if (/^(ENOTDIR|EEXIST)$/.test(code)) return new StartupError(`cannot create ${path}: a file is in the way of its directory (${code})`, code);
   if (/^SQLITE_(CORRUPT|NOTADB)/.test(code)) return new StartupError(`${path} is damaged or not a SQLite database (${code})`, code);
   return err;
+}
+
+function onReadOnlyFs(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return false;
+  } catch (err) {
+    return (err as { code?: string }).code === 'EROFS';
+  }
 }
 
 function migrate(db: DB, migrations: readonly Migration[]): void {
