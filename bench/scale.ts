@@ -125,6 +125,8 @@ export async function scaleBench(): Promise<Section> {
     const skewed = await measure(dirs[1], LARGE, pop.ms, ROUNDS, false, zipfPaths(LARGE), `, Zipf(${ZIPF_S})`);
     const storeMs = await openStoreMs(dirs[1]);
     const ratio = large.load.rps / small.load.rps;
+    // The quietest idle reading: other processes' CPU only ever raises it, and at 1M the maintenance pass may run idle too.
+    const idleMs = Math.min(...[small, large, paused, skewed].map((r) => r.idleStallMs));
     const sizeRow = (r: SizeResult) =>
       `| ${fmt.int(r.n)} | ${(r.dbBytes / 2 ** 20).toFixed(0)} MiB | ${fmt.s(r.populateMs)} | ${fmt.int(r.load.rps)} req/s | ${fmt.ms(r.load.p50)} | ${fmt.ms(r.load.p99)} | ${r.load.serverCores.toFixed(2)} | ${r.load.cpuUsPerRequest.toFixed(0)} µs | ${fmt.mb(r.rss.maxKb)} | ${fmt.mb(r.rss.maxAnonKb)} | ${fmt.s(r.openMs)} | ${fmt.ms(r.idleStallMs)} | ${fmt.ms(r.stallMs)} | ${r.failures} |`;
     return {
@@ -143,10 +145,10 @@ export async function scaleBench(): Promise<Section> {
         {
           figure: 'Event-loop stall max at 1M entries under hit load (gateway)',
           measured: fmt.ms(large.stallMs),
-          baseline: `${fmt.ms(small.idleStallMs)} idle at 1k`,
+          baseline: `${fmt.ms(idleMs)} idle`,
           ratio: null,
           target: `≤ idle + ${STALL_ALLOWANCE_MS} ms`,
-          pass: large.stallMs <= small.idleStallMs + STALL_ALLOWANCE_MS,
+          pass: large.stallMs <= idleMs + STALL_ALLOWANCE_MS,
         },
         {
           figure: 'CPU per hit, 1k ÷ 1M entries',
@@ -192,7 +194,7 @@ export async function scaleBench(): Promise<Section> {
         `Zipf(${ZIPF_S}) over all 1M entries (rank k → entity k−1, as benchmark 5 draws its stream), so popular entries repeat as in real traffic`,
         `and the gateway's in-memory copy of hot entries (\`cache.memoryMaxBytes\`) serves a share of the hits; the uniform rows above read nearly every hit from SQLite.`,
         `³ The gateway's longest event-loop stall (\`nodejs_eventloop_lag_max_seconds\` from its GET /metrics, 10 ms resolution, see benchmark 9): over ${IDLE_MS / 1000} s idle`,
-        'after it opened (at 1M the periodic maintenance pass runs then too), and over the measured rounds. The target compares the 1M load with the 1k idle gateway.',
+        'after it opened (at 1M the periodic maintenance pass runs then too), and over the measured rounds. The target compares the 1M load with the lowest idle reading.',
       ].join('\n'),
     };
   } finally {

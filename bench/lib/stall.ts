@@ -31,10 +31,13 @@ export interface StallProbe {
   end(): Promise<number>;
   /** The worst end() so far: the scenario's maximum over its spans. */
   readonly worst: number;
+  /** Every span's reading, in order. */
+  readonly spans: readonly number[];
 }
 
 export function stallProbe(gatewayUrl: string, headers: Record<string, string> = {}): StallProbe {
   let worst = 0;
+  const spans: number[] = [];
   return {
     async start() {
       await scrape(gatewayUrl, headers);
@@ -42,11 +45,13 @@ export function stallProbe(gatewayUrl: string, headers: Record<string, string> =
     async end() {
       const ms = await scrape(gatewayUrl, headers);
       worst = Math.max(worst, ms);
+      spans.push(ms);
       return ms;
     },
     get worst() {
       return worst;
     },
+    spans,
   };
 }
 
