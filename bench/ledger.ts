@@ -36,7 +36,7 @@ const TOKEN = 'bench-admin-token-0123456789';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A ledger written straight into tollgate.db (schema by the build under test), with its daily totals. */
-async function fillLedger(dir: string, now: number): Promise<number> {
+export async function fillLedger(dir: string, now: number): Promise<number> {
   const { openMainDb } = await distApp();
   const { validateConfig } = await distConfig();
   openMainDb(validateConfig({ dataDir: dir })).close();

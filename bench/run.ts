@@ -1,6 +1,6 @@
 /**
- * `npm run bench [-- hit miss herd scale workload profile ledger replicas]`: measure Tollgate against its
- * ceilings (issue 6), write BENCHMARKS.md and print a summary. With no names, all run.
+ * `npm run bench [-- hit miss herd scale workload profile ledger replicas tail]`: measure Tollgate against its
+ * ceilings (issue 6) and anchors (issue 16), write BENCHMARKS.md and print a summary. With no names, all run.
  * TOLLGATE_BENCH_TARGET=<dir> benchmarks another build (a directory holding dist/).
  */
 import { herdBench } from './herd.js';
@@ -12,6 +12,7 @@ import { missBench } from './miss.js';
 import { profileBench } from './profile.js';
 import { replicasBench } from './replicas.js';
 import { scaleBench } from './scale.js';
+import { tailBench } from './tail.js';
 import { workloadBench } from './workload.js';
 
 const BENCHES: Record<BenchId, () => Promise<Section>> = {
@@ -23,6 +24,7 @@ const BENCHES: Record<BenchId, () => Promise<Section>> = {
   workload: workloadBench,
   ledger: ledgerBench,
   replicas: replicasBench,
+  tail: tailBench,
 };
 
 const asked = process.argv.slice(2);

@@ -29,6 +29,9 @@ export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
+  p999: number;
+  /** The slowest answer, in ms. */
+  max: number;
   mean: number;
   non2xx: number;
   errors: number;
@@ -82,6 +85,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     rps: ok / wall,
     p50: percentile(sorted, 50),
     p99: percentile(sorted, 99),
+    p999: percentile(sorted, 99.9),
+    max: sorted.length ? sorted[sorted.length - 1]! : NaN,
     mean: sorted.length ? sum / sorted.length : NaN,
     non2xx: result.non2xx,
     errors: result.errors,

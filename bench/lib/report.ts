@@ -27,7 +27,7 @@ export interface Section {
   details: string;
 }
 
-export const ORDER = ['hit', 'profile', 'miss', 'herd', 'scale', 'workload', 'ledger', 'replicas'] as const;
+export const ORDER = ['hit', 'profile', 'miss', 'herd', 'scale', 'workload', 'ledger', 'replicas', 'tail'] as const;
 export type BenchId = (typeof ORDER)[number];
 
 export const FILE = join(ROOT, 'BENCHMARKS.md');

@@ -1,0 +1,126 @@
+/**
+ * The scenarios of the tail benchmark (bench/tail.ts): a saturating hit load on Tollgate and its
+ * anchors in turn, a constant-rate hit load, and misses at concurrency 16. Each Tollgate run is
+ * wrapped in the gateway's event-loop stall probe (lib/stall.ts).
+ */
+import { randomPaths } from '../hit.js';
+import { runLoad, SETTINGS, warmUp, type LoadResult } from './load.js';
+import { progress } from './log.js';
+import { runConstantRate, summarize, type Latencies, type RateResult } from './open-loop.js';
+import type { StallProbe } from './stall.js';
+import { median } from './stats.js';
+import { entityPath } from './stack.js';
+
+export interface Server {
+  name: string;
+  url: string;
+  /** The process whose CPU time is the server's. */
+  serverPid: number;
+  headers: Record<string, string>;
+  /** Wraps this server's runs when set (Tollgate's). */
+  stall?: StallProbe;
+}
+
+async function probed<T>(s: Server, run: () => Promise<T>): Promise<T> {
+  await s.stall?.start();
+  const r = await run();
+  await s.stall?.end();
+  return r;
+}
+
+export interface Saturated {
+  server: Server;
+  rounds: LoadResult[];
+  /** The best round's throughput: load from other processes only ever lowers it. */
+  rps: number;
+  /** Medians over the rounds. */
+  cpuUs: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  max: number;
+  failures: number;
+}
+
+/** SETTINGS.connections closed-loop connections (autocannon), warm-up each, then `rounds` rounds in turn. */
+export async function saturate(servers: Server[], entities: number, rounds: number, durationS: number): Promise<Saturated[]> {
+  const pathsFor = randomPaths(entities);
+  const o = (s: Server) => ({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections: SETTINGS.connections, pathsFor });
+  for (const s of servers) await warmUp(o(s));
+  const all = servers.map(() => [] as LoadResult[]);
+  for (let i = 0; i < rounds; i++) {
+    progress(`tail: saturation round ${i + 1}/${rounds}`);
+    for (const [j, s] of servers.entries()) all[j]!.push(await probed(s, () => runLoad({ ...o(s), durationS })));
+  }
+  return servers.map((server, j) => {
+    const r = all[j]!;
+    const med = (f: (x: LoadResult) => number) => median(r.map(f));
+    return {
+      server,
+      rounds: r,
+      rps: Math.max(...r.map((x) => x.rps)),
+      cpuUs: med((x) => x.cpuUsPerRequest),
+      p50: med((x) => x.p50),
+      p99: med((x) => x.p99),
+      p999: med((x) => x.p999),
+      max: med((x) => x.max),
+      failures: r.reduce((a, x) => a + x.non2xx + x.errors, 0),
+    };
+  });
+}
+
+export interface Paced extends Latencies {
+  server: Server;
+  rounds: RateResult[];
+  failures: number;
+  cpuUs: number;
+  generatorStallMs: number;
+}
+
+/** The same constant rate on each server, rounds alternated; latencies pooled over the rounds. */
+export async function pace(servers: Server[], rate: number, entities: number, rounds: number, durationS: number): Promise<Paced[]> {
+  const paths = randomPaths(entities, 20_000)(0);
+  const o = (s: Server, d: number) => ({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections: SETTINGS.connections, rate, durationS: d, paths });
+  for (const s of servers) await runConstantRate(o(s, 2));
+  const all = servers.map(() => [] as RateResult[]);
+  for (let i = 0; i < rounds; i++) {
+    progress(`tail: constant rate ${Math.round(rate)}/s, round ${i + 1}/${rounds}`);
+    for (const [j, s] of servers.entries()) all[j]!.push(await probed(s, () => runConstantRate(o(s, durationS))));
+  }
+  return servers.map((server, j) => {
+    const r = all[j]!;
+    const pooled = r.flatMap((x) => Array.from(x.good));
+    return {
+      ...summarize(pooled),
+      server,
+      rounds: r,
+      failures: r.reduce((a, x) => a + x.failed, 0),
+      cpuUs: median(r.map((x) => x.cpuUsPerRequest)),
+      generatorStallMs: Math.max(...r.map((x) => x.generatorStallMs)),
+    };
+  });
+}
+
+export interface MissRound {
+  direct: LoadResult;
+  gateway: LoadResult;
+}
+
+/**
+ * Misses at `connections` concurrent connections (closed loop), each request an entity never
+ * asked for before, straight to the simulator and through Tollgate in turn.
+ */
+export async function missesAt(direct: Server, gateway: Server, connections: number, rounds: number, perRound: number): Promise<MissRound[]> {
+  let next = 5_000_000;
+  const fresh = (count: number) => () => Array.from({ length: count }, () => entityPath(next++));
+  const load = (s: Server, n: number) => runLoad({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections, durationS: 0, amount: n, pathsFor: fresh(n) });
+  const one = (s: Server, n: number) => probed(s, () => load(s, n));
+  await load(direct, perRound / 4);
+  await load(gateway, perRound / 4);
+  const out: MissRound[] = [];
+  for (let i = 0; i < rounds; i++) {
+    progress(`tail: misses at concurrency ${connections}, round ${i + 1}/${rounds}`);
+    out.push({ direct: await one(direct, perRound), gateway: await one(gateway, perRound) });
+  }
+  return out;
+}

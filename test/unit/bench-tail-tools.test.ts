@@ -1,0 +1,104 @@
+/**
+ * The measuring tools of the tail benchmark (bench/tail.ts): the constant-rate load must count
+ * a server's stall against every request due during it (no coordinated omission), and the
+ * event-loop stall probe must read the longest stall since its previous scrape of /metrics.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { nginxConfig } from '../../bench/lib/nginx.js';
+import { runConstantRate } from '../../bench/lib/open-loop.js';
+import { lagMaxMs, stallProbe } from '../../bench/lib/stall.js';
+import { Metrics } from '../../src/obs/metrics.js';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+async function listen(handler: Parameters<typeof createServer>[1]): Promise<string> {
+  const server = createServer(handler);
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const busy = (ms: number) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
+
+describe('runConstantRate: wrk2-style timing', () => {
+  it('charges a 150 ms server stall to every request due during it, from when each was due', async () => {
+    // The stall blocks this process (the generator lives here too), which is what a server stall
+    // looks like to an open-loop schedule: requests keep falling due, none is answered.
+    let answered = 0;
+    const url = await listen((_req, res) => {
+      if (++answered === 150) setImmediate(() => busy(150));
+      res.end('ok');
+    });
+    const started = performance.now();
+    const r = await runConstantRate({ url, rate: 500, durationS: 1, connections: 8, paths: ['/a', '/b'], serverPid: process.pid });
+    expect(r.sent).toBe(500);
+    expect(r.failed).toBe(0);
+    expect(r.n).toBe(500);
+    expect(r.max).toBeGreaterThanOrEqual(140);
+    // ~75 requests fall due during 150 ms at 500/s; each waits out the rest of the stall.
+    const waited = Array.from(r.good).filter((ms) => ms >= 50).length;
+    expect(waited).toBeGreaterThanOrEqual(40);
+    // The last 300 ms come after the stall: no request due then waited for it.
+    expect(r.during(started + 750, started + 1_000).max).toBeLessThan(100);
+    expect(r.during(started, started + 750).max).toBeGreaterThanOrEqual(140);
+  });
+
+  it('counts answers that are not 2xx as failures, not as latencies', async () => {
+    const url = await listen((req, res) => {
+      res.statusCode = req.url === '/bad' ? 503 : 200;
+      res.end();
+    });
+    const r = await runConstantRate({ url, rate: 200, durationS: 0.5, connections: 4, paths: ['/ok', '/bad'], serverPid: process.pid });
+    expect(r.sent).toBe(100);
+    expect(r.failed).toBe(50);
+    expect(r.good.length).toBe(50);
+  });
+});
+
+describe('stallProbe: the longest event-loop stall between two scrapes of /metrics', () => {
+  it("reads a stall of Tollgate's own /metrics exposition once, then resets", async () => {
+    const metrics = new Metrics({ perKeyLabels: false });
+    const url = await listen((_req, res) => {
+      void metrics.scrape().then((m) => res.writeHead(200, { 'content-type': m.contentType }).end(m.body));
+    });
+    const probe = stallProbe(url);
+    await probe.start();
+    await new Promise((r) => setTimeout(r, 30));
+    busy(120);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(await probe.end()).toBeGreaterThanOrEqual(110);
+    await probe.start();
+    await new Promise((r) => setTimeout(r, 60));
+    expect(await probe.end()).toBeLessThan(100);
+    expect(probe.worst).toBeGreaterThanOrEqual(110);
+  });
+
+  it('parses the gauge with or without labels and refuses an exposition without it', () => {
+    expect(lagMaxMs('# HELP x\nnodejs_eventloop_lag_max_seconds 0.0125\n')).toBeCloseTo(12.5);
+    expect(lagMaxMs('nodejs_eventloop_lag_max_seconds{app="t"} 1.5e-2\n')).toBeCloseTo(15);
+    expect(() => lagMaxMs('nodejs_eventloop_lag_seconds 0.01\n')).toThrow(/nodejs_eventloop_lag_max_seconds/);
+  });
+});
+
+describe('nginxConfig: the nginx anchor', () => {
+  it('runs one worker with a cache keyed by path and query, everything in its own directory', () => {
+    const conf = nginxConfig('/tmp/x', 4321, { dir: '/tmp/x', upstreamUrl: 'http://127.0.0.1:9999', upstreamAuthorization: 'Bearer k"ey' }, false);
+    expect(conf).toMatch(/^worker_processes 1;$/m);
+    expect(conf).toMatch(/^\s*proxy_cache_key \$request_uri;$/m);
+    expect(conf).toMatch(/^\s*listen 127\.0\.0\.1:4321;$/m);
+    expect(conf).toMatch(/^\s*server 127\.0\.0\.1:9999;$/m);
+    expect(conf).toMatch(/^pid \/tmp\/x\/nginx\.pid;$/m);
+    expect(conf).toMatch(/^error_log \/tmp\/x\/error\.log warn;$/m);
+    expect(conf).toContain('proxy_set_header Authorization "Bearer key";');
+    expect(conf).not.toMatch(/^user /m);
+    expect(nginxConfig('/tmp/x', 1, { dir: '/tmp/x', upstreamUrl: 'http://127.0.0.1:9', upstreamAuthorization: 'k' }, true)).toMatch(/^user root;$/m);
+  });
+});
