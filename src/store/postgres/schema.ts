@@ -130,6 +130,18 @@ const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX audit_log_ts ON audit_log (ts, id);
    CREATE INDEX audit_log_target ON audit_log (target, ts)`,
+  // 7: teams (domain/teams.ts). A key's `owner` became its team (the column keeps its name; the
+  // API calls it `team`); a team may have a credit budget shared by its keys. Every owner a key
+  // already names becomes a team without a budget.
+  `CREATE TABLE teams (
+     name       text PRIMARY KEY,
+     credits    text,
+     created_at bigint NOT NULL,
+     updated_at bigint NOT NULL
+   );
+   CREATE INDEX api_keys_owner ON api_keys (owner);
+   INSERT INTO teams (name, credits, created_at, updated_at)
+     SELECT owner, NULL, MIN(created_at), MIN(created_at) FROM api_keys WHERE owner IS NOT NULL GROUP BY owner`,
 ];
 
 /**
