@@ -200,7 +200,7 @@ export function withTeams(p: number): string {
       SELECT c.scope, c.period, c.start, c.used FROM ${rows}
       UNION ALL
       SELECT '${TEAM_SCOPE_PREFIX}' || k.owner, c.period, c.start, c.used FROM ${rows} JOIN api_keys k ON k.id = c.scope WHERE k.owner IS NOT NULL
-    ) x GROUP BY 1, 2, 3 HAVING SUM(x.used) <> 0 ORDER BY 1 COLLATE "C", 2 COLLATE "C", 3`;
+    ) x GROUP BY x.scope, x.period, x.start HAVING SUM(x.used) <> 0 ORDER BY x.scope COLLATE "C", x.period COLLATE "C", x.start`;
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
