@@ -9,7 +9,7 @@ import { inTransaction } from './pool.js';
 /** Any constant of Tollgate's own: the advisory lock every migrating process takes. */
 const MIGRATION_LOCK = 0x544c4754;
 
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   // 1: API keys (secrets as SHA-256 hashes only, as in the embedded backend).
   `CREATE TABLE api_keys (
      id               text PRIMARY KEY,
