@@ -100,7 +100,8 @@ export class Accounting {
    */
   headers(key: ApiKey, endpoint: string, now: number): MaybePromise<Record<string, string>> {
     const limits = this.limitsOf(key);
-    if (limits[0]!.budgets.length === 0 && limits[1]!.budgets.length === 0) return NO_HEADERS;
+    // The key's own and its team's budgets: every scope but the last (the provider's).
+    if (limits.slice(0, -1).every((l) => l.budgets.length === 0)) return NO_HEADERS;
     const estimate = this.estimate(endpoint);
     let states: MaybePromise<BudgetState[][]>;
     try {
@@ -135,8 +136,8 @@ export class Accounting {
   }
 
   /**
-   * The key's budgets, its team's (always there, empty without a team budget, so that the
-   * positions stay fixed), then the provider's: the order in which a refusal is named. Kept per
+   * The key's budgets, its team's (when it has a team), then the provider's: the order in which
+   * a refusal is named. Kept per
    * key object (the store hands every request of a key the same one, read with its team's budget,
    * and a new one after either changed), so answers of a key with a budget allocate nothing for it.
    */
@@ -145,7 +146,7 @@ export class Accounting {
     if (!l) {
       l = [
         { scope: key.id, budgets: this.budgetsOf(key) },
-        key.team === null ? { scope: TEAM_SCOPE_PREFIX, budgets: [] } : { scope: teamScope(key.team), budgets: this.parse(key.teamCredits, key.team) },
+        ...(key.team === null ? [] : [{ scope: teamScope(key.team), budgets: this.parse(key.teamCredits, key.team) }]),
         { scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets },
       ];
       this.limits.set(key, l);
@@ -185,11 +186,11 @@ function first(states: MaybePromise<BudgetState[][]>): MaybePromise<BudgetState[
 }
 
 /**
- * X-Credits-* from the key's, its team's and the provider's states: the key's and the team's
- * budgets are the key's own (what it may spend), the provider's gate the same call.
+ * X-Credits-* from the states of limitsOf's scopes: the key's and its team's budgets (all but
+ * the last) are the key's own, what it may spend; the provider's (the last) gate the same call.
  */
 function headersOf(estimate: number): (states: BudgetState[][]) => Record<string, string> {
-  return ([own, team, shared]) => creditHeaders(team!.length === 0 ? own! : [...own!, ...team!], shared!, estimate);
+  return (states) => creditHeaders(states.length === 2 ? states[0]! : states.slice(0, -1).flat(), states[states.length - 1]!, estimate);
 }
 
 /** The 429 naming the budget that refused a reservation; null when it was reserved. */
