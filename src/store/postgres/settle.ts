@@ -8,8 +8,9 @@ const n = TYPES.length;
 /**
  * A request settled in one statement (one round trip, one commit, on every paid miss): its
  * reservation ended, its ledger row written once, and — only when the row was new — its charge
- * added to every scope and period (the key's team's included: credits.ts withTeams). Sub-statements of one WITH run in an order PostgreSQL
- * chooses, so the row's insert reads `ended` first: the reservation goes before the row, in
+ * added to every scope and period (the key's team's included: credits.ts withTeams).
+ * Sub-statements of one WITH run in an order PostgreSQL chooses, so the row's insert reads
+ * `ended` first: the reservation goes before the row, in
  * the same order as a recovery (recovery.ts) takes them, and the two never deadlock. A
  * recovery that charged the reservation meanwhile holds its row until it commits; the delete
  * waits for it, and the insert then meets the recovery's row (inserted = 0).
