@@ -6,6 +6,7 @@ import { registerCache } from './cli/cache.js';
 import { cliFailure, reportFailure, wantsJson } from './cli/exit.js';
 import { registerConfig } from './cli/config.js';
 import { registerKeys } from './cli/keys.js';
+import { registerTeams } from './cli/teams.js';
 import { registerMeta } from './cli/meta.js';
 import { registerMigrate } from './cli/migrate.js';
 import { registerRun } from './cli/run.js';
@@ -42,6 +43,7 @@ Examples:
 
 registerRun(program);
 registerKeys(program);
+registerTeams(program);
 registerCache(program);
 registerUsage(program);
 registerAudit(program);

@@ -4,6 +4,7 @@ import { formatBudgets, parseBudgets } from '../domain/credits.js';
 import { formatRatePolicies, parseRatePolicies } from '../domain/rate-limit.js';
 import type { Keys, MaybePromise } from '../store/ports.js';
 import type { ApiKey, KeyPatch } from '../domain/keys.js';
+import { teamName } from '../domain/teams.js';
 
 /**
  * Key management shared by the CLI and the admin API: one validation of names, policies,
@@ -28,6 +29,9 @@ export const SCOPE_ENDPOINTS: readonly string[] = [...ENDPOINT_NAMES, PASSTHROUG
 /** Fields as the admin API's JSON and the CLI's flags give them. */
 export interface KeyInput {
   name?: unknown;
+  /** The key's team (domain/teams.ts); null or "none": no team. */
+  team?: unknown;
+  /** Deprecated alias of `team` (its name before teams), accepted on input until the next release. */
   owner?: unknown;
   /** `600/minute,20000/day`; null or "none": no rate limit. */
   rate?: unknown;
@@ -92,7 +96,9 @@ export function parseKeyInput(input: KeyInput): KeyPatch {
     if (name.length === 0 || name.length > 200) throw new KeyInputError('name', 'must be 1 to 200 characters');
     p.name = name;
   }
-  if (input.owner !== undefined) p.owner = input.owner === null ? null : str('owner', input.owner) || null;
+  if (input.team !== undefined && input.owner !== undefined) throw new KeyInputError('owner', "is the deprecated name of 'team': give one of them");
+  const team = input.team !== undefined ? { field: 'team', v: input.team } : input.owner !== undefined ? { field: 'owner', v: input.owner } : null;
+  if (team) p.team = nullable(team.field, team.v, 'none', (s) => wrap(team.field, () => teamName(s)));
   if (input.rate !== undefined) p.rate = nullable('rate', input.rate, 'none', (s) => wrap('rate', () => formatRatePolicies(parseRatePolicies(s))));
   if (input.credits !== undefined) p.credits = nullable('credits', input.credits, 'none', (s) => wrap('credits', () => formatBudgets(parseBudgets(s))));
   if (input.endpoints !== undefined) p.endpoints = input.endpoints === null || input.endpoints === 'all' ? null : listInput('endpoints', input.endpoints, SCOPE_ENDPOINTS);
@@ -118,7 +124,7 @@ export function createKey(store: Keys, defaults: KeyDefaults, input: KeyInput, a
   if (p.name === undefined) throw new KeyInputError('name', 'is required');
   return store.create({
     name: p.name,
-    owner: p.owner ?? null,
+    team: p.team ?? null,
     rate: p.rate === undefined ? defaults.rate : p.rate,
     credits: p.credits === undefined ? defaults.credits : p.credits,
     endpoints: p.endpoints ?? null,
@@ -152,7 +158,7 @@ export function keyView(k: ApiKey, now: number) {
   return {
     id: k.id,
     name: k.name,
-    owner: k.owner,
+    team: k.team,
     prefix: k.prefix,
     state,
     created_at: iso(k.createdAt),

@@ -4,11 +4,11 @@ import type { Clock } from '../domain/clock.js';
 import type { Config } from '../config.js';
 import type { Accounting } from '../gateway/accounting.js';
 import { authRateLimited, type Admission } from '../gateway/admission.js';
-import { remaining, type BudgetState } from '../domain/credits.js';
 import { purgeFilter } from '../domain/purge-filter.js';
 import type { StorageBackend } from '../store/backend.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { usageGroup, usageWindow } from './usage.js';
+import { budgetsView, listTeams, setTeam, showTeam } from './teams.js';
 import { cacheStatsView } from './cache.js';
 import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
@@ -19,14 +19,15 @@ import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
 
 export interface AdminDeps {
   readonly config: Readonly<Config>;
-  /** Keys, the response cache (whose purge never stalls the server), the usage ledger and the audit log. */
-  readonly backend: Pick<StorageBackend, 'keys' | 'cache' | 'ledger' | 'audit'>;
+  /** Keys and teams, the response cache (whose purge never stalls the server), the usage ledger and the audit log. */
+  readonly backend: Pick<StorageBackend, 'keys' | 'teams' | 'cache' | 'ledger' | 'audit'>;
   readonly admission: Admission;
   readonly accounting: Accounting;
   readonly clock: Clock;
 }
 
-const KEY_FIELDS = new Set(['name', 'owner', 'rate', 'credits', 'endpoints', 'strategies', 'expires_at', 'cache_isolated']);
+/** `owner`: the deprecated name of `team`, accepted on input until the next release (README "Teams"). */
+const KEY_FIELDS = new Set(['name', 'team', 'owner', 'rate', 'credits', 'endpoints', 'strategies', 'expires_at', 'cache_isolated']);
 
 /** A refusal travels as a thrown value inside a handler and becomes the error envelope. */
 class Refusal {
@@ -49,10 +50,6 @@ function bodyOf(request: FastifyRequest, allowed: ReadonlySet<string>): Record<s
     if (!allowed.has(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown field '${k}'; allowed: ${[...allowed].join(', ')}.`));
   }
   return b as Record<string, unknown>;
-}
-
-function budgetsView(states: BudgetState[]) {
-  return states.map((s) => ({ limit: s.budget.limit, period: s.budget.period, used: s.used, reserved: s.reserved, remaining: remaining(s), reset_seconds: s.reset }));
 }
 
 /**
@@ -96,7 +93,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         return sendFailure(reply, failure('INTERNAL_ERROR'));
       });
 
-      const { keys, cache, ledger, audit } = deps.backend;
+      const { keys, teams, cache, ledger, audit } = deps.backend;
       // Who every change made here is by, in the audit log (a label option for the token is pending).
       const actor = ADMIN_API_ACTOR;
       const now = () => deps.clock.now();
@@ -136,6 +133,23 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         if (!r.ok && r.reason === 'not_found') throw new Refusal(failure('NOT_FOUND', `No key with id ${request.params.id}.`));
         if (!r.ok) throw new Refusal(failure('CONFLICT', `Key ${request.params.id} is revoked; create a new key instead.`));
         return send(reply, 200, { id: r.key.id, key: r.secret, api_key: keyView(r.key, now()) });
+      });
+
+      admin.get('/teams', async (_request, reply) => send(reply, 200, { teams: await listTeams(teams, keys, deps.accounting, now()) }));
+
+      const mustShow = async (name: string) => {
+        const t = await showTeam(teams, keys, deps.accounting, name, now());
+        if (!t) throw new Refusal(failure('NOT_FOUND', `No team named '${name}'.`));
+        return t;
+      };
+
+      admin.get<{ Params: { name: string } }>('/teams/:name', async (request, reply) => send(reply, 200, await mustShow(request.params.name)));
+
+      // Creates the team or replaces its budget: `{"credits": "5000/month"}`; null, "none" or no field: none.
+      admin.put<{ Params: { name: string } }>('/teams/:name', async (request, reply) => {
+        const { credits } = bodyOf(request, new Set(['credits']));
+        const t = await setTeam(teams, request.params.name, credits, actor);
+        return send(reply, 200, await mustShow(t.name));
       });
 
       admin.get<{ Querystring: Record<string, string | undefined> }>('/usage', async (request, reply) => {

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { STRATEGIES } from '../domain/endpoints.js';
 import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
 import type { Config } from '../config.js';
@@ -8,6 +8,7 @@ import { CliError, configFrom, examples, jsonOption, printJson, withStorage, typ
 
 const FLAG: Record<string, string> = {
   name: '--name',
+  team: '--team',
   owner: '--owner',
   rate: '--rate',
   credits: '--credits',
@@ -36,6 +37,7 @@ function withStore<T>(cmd: Command, fn: (keys: Keys, config: Readonly<Config>) =
 
 interface KeyOpts {
   name?: string;
+  team?: string;
   owner?: string;
   rate?: string;
   credits?: string;
@@ -49,6 +51,7 @@ interface KeyOpts {
 function inputOf(o: KeyOpts): KeyInput {
   return {
     name: o.name,
+    team: o.team,
     owner: o.owner,
     rate: o.rate,
     credits: o.credits,
@@ -73,7 +76,8 @@ function printSecret(k: Parameters<typeof keyView>[0], secret: string): void {
 function limitOptions(cmd: Command, update: boolean): Command {
   const clear = (word: string) => (update ? `; '${word}' clears` : '');
   return cmd
-    .option('--owner <owner>', 'owning team or person')
+    .option('--team <team>', `the team the key belongs to, whose budget it shares (tollgate teams)${clear('none')}`)
+    .addOption(new Option('--owner <team>', 'deprecated: the old name of --team').hideHelp())
     .option('--rate <policies>', `request-rate policies, e.g. 600/minute,20000/day${update ? "; 'none' removes the limit" : ' (default: keys.defaults.rate)'}`)
     .option('--credits <budgets>', `credit budgets over UTC periods, e.g. 1000/month${update ? "; 'none' removes the budget" : ' (default: keys.defaults.credits)'}`)
     .option('--endpoints <list>', `allowed endpoints (${SCOPE_ENDPOINTS.join(',')})${clear('all')}`)
@@ -88,7 +92,7 @@ const SECRET_JSON = 'print {id, key, api_key} as JSON (as the admin API); key is
 export function registerKeys(program: Command): void {
   const keys = program.command('keys').description('manage client API keys (stored hashed in <data-dir>/tollgate.db)');
   examples(keys, [
-    ['a key for the growth team, its limits from keys.defaults', 'tollgate keys create --name growth'],
+    ['a key for the growth team, its limits from keys.defaults', 'tollgate keys create --name growth-api --team growth'],
     ['every key of the server in ./data, never their secrets', 'tollgate keys list --data-dir ./data'],
   ]);
 
@@ -116,7 +120,7 @@ export function registerKeys(program: Command): void {
     if (all.length === 0) return console.log('No keys yet: create one with `tollgate keys create --name <team>`.');
     for (const k of all) {
       const limits = [k.rate, k.credits && `credits ${k.credits}`].filter(Boolean).join('; ');
-      console.log(`${k.id}  ${k.prefix}…  ${k.state.padEnd(7)}  ${k.name}${k.owner ? ` (${k.owner})` : ''}${limits ? `  [${limits}]` : ''}`);
+      console.log(`${k.id}  ${k.prefix}…  ${k.state.padEnd(7)}  ${k.name}${k.team ? ` (team ${k.team})` : ''}${limits ? `  [${limits}]` : ''}`);
     }
   });
 

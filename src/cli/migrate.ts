@@ -17,6 +17,7 @@ function printReport(r: CopyReport): void {
   const lines = [
     `Copied ${r.from} into ${r.to} (schema version ${r.schema.from} → ${r.schema.to}):`,
     `  keys:               ${r.keys} (secret hashes included: existing secrets keep working)`,
+    `  teams:              ${r.teams} with a row (their budgets)`,
     `  credit usage rows:  ${r.creditUsageRows} (budgets continue where they were)`,
     `  ledger rows:        ${r.ledgerRows}`,
     `  counted groups:     ${r.countedRows} (requests that charged nothing, counted per minute, key, endpoint and outcome)`,
@@ -38,6 +39,7 @@ export function copyReportView(r: CopyReport) {
     to: r.to,
     schema: r.schema,
     keys: r.keys,
+    teams: r.teams,
     credit_usage_rows: r.creditUsageRows,
     ledger_rows: r.ledgerRows,
     counted_rows: r.countedRows,
@@ -62,7 +64,7 @@ Moving from one node to replicas:
        tollgate migrate-data --from ./data --cache
   3. start the replicas with the same URLs
 
-Copies the keys (secret hashes: existing secrets keep working), credit usage (budgets continue),
+Copies the keys (secret hashes: existing secrets keep working), teams, credit usage (budgets continue),
 every raw ledger row, the daily totals of ledger days pruned past ledger.retentionDays, open
 reservations (charged at their estimates as unsettled ledger rows) and, with --cache, the cache.
 One transaction: a failure copies nothing. Refused when the database already holds keys, credit

@@ -77,7 +77,7 @@ export function registerRun(program: Command): void {
       const config = configFrom({ ...opts, dataDir, host, upstreamUrl: sim.url });
       // Always the embedded backend, whatever TOLLGATE_DATABASE_URL says: the demo must never write to shared storage.
       const app = createApp({ ...config, storage: { databaseUrl: null, redisUrl: null }, upstream: { ...config.upstream, apiKey: simKey } });
-      const secret = app.keys.create({ name: 'demo', owner: 'tollgate demo' }).secret;
+      const secret = app.keys.create({ name: 'demo', team: 'tollgate demo' }).secret;
       await app.listen();
       const addr = app.server.server.address();
       const port = typeof addr === 'object' && addr ? addr.port : config.server.port;

@@ -9,7 +9,7 @@ import type { PurgeFilter } from './purge-filter.js';
  */
 
 /** Every admin write that exists: a new one gets its action here (and a line in the README). */
-export const AUDIT_ACTIONS = ['key.create', 'key.update', 'key.rotate', 'key.revoke', 'cache.purge'] as const;
+export const AUDIT_ACTIONS = ['key.create', 'key.update', 'key.rotate', 'key.revoke', 'team.set', 'cache.purge'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export function isAuditAction(s: string): s is AuditAction {
@@ -88,7 +88,7 @@ const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString()
 export function keyState(k: ApiKey): AuditState {
   return {
     name: k.name,
-    owner: k.owner,
+    team: k.team,
     prefix: k.prefix,
     rate: k.rate,
     credits: k.credits,
@@ -112,6 +112,11 @@ export function keyChange(actor: string, action: AuditAction, before: ApiKey | n
 
 function pick(s: AuditState, fields: readonly string[]): AuditState {
   return Object.fromEntries(fields.map((f) => [f, s[f]]));
+}
+
+/** The entry of a team change (its budget): the target is `team:<name>`; a new team has no before. */
+export function teamChange(actor: string, name: string, before: { credits: string | null } | null, after: { credits: string | null }): NewAuditEntry {
+  return { actor, action: 'team.set', target: `team:${name}`, before: before ? { credits: before.credits } : null, after: { credits: after.credits } };
 }
 
 /** A purge's target, as `--target` / `target=` match it: `cache:all`, `cache:endpoint=…`, `cache:identity=…[,endpoint=…]`. */

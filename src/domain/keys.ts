@@ -9,7 +9,13 @@ import { failure, type Failure } from './errors.js';
 export interface ApiKey {
   readonly id: string;
   readonly name: string;
-  readonly owner: string | null;
+  /** The team the key belongs to (domain/teams.ts); null: none. Stored in the `owner` column it replaced. */
+  readonly team: string | null;
+  /**
+   * The team's credit budget as it was when the key was read (joined from the teams table), so
+   * that a request's budgets come with its key: null when the key has no team or the team no budget.
+   */
+  readonly teamCredits: string | null;
   readonly prefix: string;
   readonly createdAt: number;
   readonly updatedAt: number;
@@ -31,7 +37,7 @@ export interface ApiKey {
 
 export interface NewKey {
   name: string;
-  owner?: string | null;
+  team?: string | null;
   expiresAt?: number | null;
   rate?: string | null;
   credits?: string | null;

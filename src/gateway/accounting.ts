@@ -1,6 +1,7 @@
 import { failure, type Failure } from '../domain/errors.js';
 import { creditHeaders, parseBudgets, PROVIDER_SCOPE, type Budget, type BudgetState } from '../domain/credits.js';
 import type { ApiKey } from '../domain/keys.js';
+import { isTeamScope, TEAM_SCOPE_PREFIX, teamScope } from '../domain/teams.js';
 import type { LedgerRow } from '../domain/ledger.js';
 import { isPromise, type Credits, type Ledger, type MaybePromise, type RefusingBudget, type ScopeBudgets } from '../store/ports.js';
 import { isStorageError, StorageUnavailable } from '../store/write-gate.js';
@@ -67,6 +68,7 @@ export class Accounting {
    * before the request knows it will call (provider-stage.ts, beside the replicas' claim).
    */
   budgeted(key: ApiKey): boolean {
+    // The team's budget counts: limitsOf holds it.
     return this.limitsOf(key).some((l) => l.budgets.length > 0);
   }
 
@@ -97,15 +99,17 @@ export class Accounting {
    * estimate would be refused by the key's or the provider's budget.
    */
   headers(key: ApiKey, endpoint: string, now: number): MaybePromise<Record<string, string>> {
-    if (this.budgetsOf(key).length === 0) return NO_HEADERS;
+    const limits = this.limitsOf(key);
+    // The key's own and its team's budgets: every scope but the last (the provider's).
+    if (limits.slice(0, -1).every((l) => l.budgets.length === 0)) return NO_HEADERS;
     const estimate = this.estimate(endpoint);
     let states: MaybePromise<BudgetState[][]>;
     try {
-      states = this.credits.states(this.limitsOf(key), now);
+      states = this.credits.states(limits, now);
     } catch (err) {
       return this.unread(err);
     }
-    return isPromise(states) ? states.then(([own, shared]) => creditHeaders(own!, shared!, estimate), this.unread) : creditHeaders(states[0]!, states[1]!, estimate);
+    return isPromise(states) ? states.then(headersOf(estimate), this.unread) : headersOf(estimate)(states);
   }
 
   /**
@@ -122,20 +126,27 @@ export class Accounting {
     return first(this.credits.states([{ scope: key.id, budgets: this.budgetsOf(key) }], now, { fresh: true }));
   }
 
+  /** A team's budgets (`credits`, its stored text) with usage, for the admin API and `teams show`. */
+  teamStates(team: string, credits: string | null, now: number): MaybePromise<BudgetState[]> {
+    return first(this.credits.states([{ scope: teamScope(team), budgets: this.parse(credits, team) }], now, { fresh: true }));
+  }
+
   providerStates(now: number): MaybePromise<BudgetState[]> {
     return first(this.credits.states([{ scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets }], now, { fresh: true }));
   }
 
   /**
-   * The key's budgets, then the provider's: the order in which a refusal is named. Kept per
-   * key object (the store hands every request of a key the same one), so answers of a key with
-   * a budget allocate nothing for it.
+   * The key's budgets, its team's (when it has a team), then the provider's: the order in which
+   * a refusal is named. Kept per
+   * key object (the store hands every request of a key the same one, read with its team's budget,
+   * and a new one after either changed), so answers of a key with a budget allocate nothing for it.
    */
   private limitsOf(key: ApiKey): readonly ScopeBudgets[] {
     let l = this.limits.get(key);
     if (!l) {
       l = [
         { scope: key.id, budgets: this.budgetsOf(key) },
+        ...(key.team === null ? [] : [{ scope: teamScope(key.team), budgets: this.parse(key.teamCredits, key.team) }]),
         { scope: PROVIDER_SCOPE, budgets: this.opts.providerBudgets },
       ];
       this.limits.set(key, l);
@@ -144,19 +155,24 @@ export class Accounting {
   }
 
   private budgetsOf(key: ApiKey): readonly Budget[] {
-    if (!key.credits) return [];
-    let b = this.parsed.get(key.credits);
+    return this.parse(key.credits, key.id);
+  }
+
+  /** A stored budget text of `owner` (a key id or a team), parsed once. */
+  private parse(credits: string | null, owner: string): readonly Budget[] {
+    if (!credits) return [];
+    let b = this.parsed.get(credits);
     if (!b) {
       try {
-        b = parseBudgets(key.credits);
+        b = parseBudgets(credits);
       } catch (err) {
         // Only a hand-edited database gets here. Fail closed: a budget that cannot be read
         // must not turn into "unlimited spending".
-        this.opts.onInvalidBudget?.(key.id, err as Error);
+        this.opts.onInvalidBudget?.(owner, err as Error);
         b = [{ limit: 0, period: 'month' }];
       }
       if (this.parsed.size > 10_000) this.parsed.clear();
-      this.parsed.set(key.credits, b);
+      this.parsed.set(credits, b);
     }
     return b;
   }
@@ -169,10 +185,23 @@ function first(states: MaybePromise<BudgetState[][]>): MaybePromise<BudgetState[
   return isPromise(states) ? states.then((s) => s[0]!) : states[0]!;
 }
 
+/**
+ * X-Credits-* from the states of limitsOf's scopes: the key's and its team's budgets (all but
+ * the last) are the key's own, what it may spend; the provider's (the last) gate the same call.
+ */
+function headersOf(estimate: number): (states: BudgetState[][]) => Record<string, string> {
+  return (states) => creditHeaders(states.length === 2 ? states[0]! : states.slice(0, -1).flat(), states[states.length - 1]!, estimate);
+}
+
 /** The 429 naming the budget that refused a reservation; null when it was reserved. */
 function budgetRefusal(b: RefusingBudget | null): Failure | null {
   if (!b) return null;
   const { state } = b;
+  if (isTeamScope(b.scope)) {
+    const team = b.scope.slice(TEAM_SCOPE_PREFIX.length);
+    const msg = `The credit budget of team '${team}', shared by its API keys, is exhausted (${state.budget.limit} per ${state.budget.period}, resets in ${state.reset} s); cached answers are still served.`;
+    return failure('CREDIT_LIMIT_EXCEEDED', msg, { 'retry-after': String(state.reset) });
+  }
   if (b.scope !== PROVIDER_SCOPE) {
     const msg = `The credit budget of this API key is exhausted (${state.budget.limit} per ${state.budget.period}, resets in ${state.reset} s); cached answers are still served.`;
     return failure('CREDIT_LIMIT_EXCEEDED', msg, { 'retry-after': String(state.reset) });

@@ -1,5 +1,5 @@
 import type { Clock } from '../domain/clock.js';
-import type { AuditLog, CallClaims, ChangeFeed, Credits, Keys, LastUsed, Ledger, LedgerBacklog, MaybePromise, RateCounters, ResponseCache } from './ports.js';
+import type { AuditLog, CallClaims, ChangeFeed, Credits, Keys, LastUsed, Ledger, LedgerBacklog, MaybePromise, RateCounters, ResponseCache, Teams } from './ports.js';
 
 /*
  * A backend whole: every port of ports.ts with its lifecycle (health, gauges, flush, close),
@@ -24,6 +24,8 @@ export interface StorageBackend {
   /** `sqlite` (embedded, the default). */
   readonly kind: string;
   readonly keys: Keys;
+  /** Teams and their shared credit budgets; a change reaches every process's remembered keys. */
+  readonly teams: Teams;
   /** Admin changes, with who made them; written by Keys' writes and by the edges for a purge. */
   readonly audit: AuditLog;
   readonly lastUsed: LastUsed;

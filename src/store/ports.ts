@@ -5,6 +5,7 @@ import type { ApiKey, FoundKey, KeyPatch, NewKey } from '../domain/keys.js';
 import type { LedgerRow, Reservation, UsageGroup, UsageRow } from '../domain/ledger.js';
 import type { PurgeFilter } from '../domain/purge-filter.js';
 import type { PolicyCount, RatePolicy } from '../domain/rate-limit.js';
+import type { Team } from '../domain/teams.js';
 
 /*
  * The storage ports: what the pipeline, the admin API and the CLI need from storage, and all
@@ -54,6 +55,22 @@ export interface Keys {
   rotate(id: string, overlapMs: number, actor?: string): MaybePromise<{ key: ApiKey; secret: string } | null>;
   /** False when the key does not exist or was already revoked. */
   revoke(id: string, actor?: string): MaybePromise<boolean>;
+}
+
+/**
+ * Teams and their credit budgets (domain/teams.ts). A key names its team (Keys); a key read
+ * carries its team's budget (ApiKey.teamCredits), so a team change drops what every process
+ * remembers of keys, like a key change (within 2 s on a shared backend).
+ */
+export interface Teams {
+  /** Every team, by name. */
+  list(): MaybePromise<Team[]>;
+  get(name: string): MaybePromise<Team | null>;
+  /**
+   * Create the team or change its budget (null: none). With an actor, a `team.set` audit entry
+   * is appended in the same transaction, unless nothing changed.
+   */
+  set(name: string, credits: string | null, actor?: string): MaybePromise<Team>;
 }
 
 /**

@@ -28,6 +28,14 @@ export interface KeyRecord {
   readonly cacheIsolated: boolean;
 }
 
+/** A team's row (domain/teams.ts): its shared budget. Teams named only by keys have none. */
+export interface TeamRecord {
+  readonly name: string;
+  readonly credits: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
 /** Settled credits of one scope in one UTC period (the budgets' state). */
 export interface CreditUsageRecord {
   readonly scope: string;
@@ -105,6 +113,8 @@ export interface InstallationSource {
   /** Where it is, for messages. */
   readonly location: string;
   keys(batchRows: number): Iterable<KeyRecord[]>;
+  /** Teams with a row (a handful: never batched). */
+  teams(): TeamRecord[];
   creditUsage(batchRows: number): Iterable<CreditUsageRecord[]>;
   /** Every raw ledger row. */
   ledger(batchRows: number): Iterable<LedgerRow[]>;
@@ -128,6 +138,8 @@ export interface CopyReport {
   readonly to: string;
   readonly schema: { readonly from: number; readonly to: number };
   readonly keys: number;
+  /** Team rows (their budgets); teams only named by keys come with the keys. */
+  readonly teams: number;
   readonly creditUsageRows: number;
   readonly ledgerRows: number;
   /** Counted groups of zero-credit requests (per minute, key, endpoint and outcome). */

@@ -4,7 +4,7 @@ import { hashSecret, type NewKey } from '../../src/domain/keys.js';
 import type { BackendFactory } from './backends.js';
 import { eventually, HOUR, T0, withHandle } from './support.js';
 
-const FULL: NewKey = { name: 'team-a', owner: 'ops', rate: '10/second', credits: '1000/month', endpoints: ['profile'], strategies: null, cacheIsolated: false };
+const FULL: NewKey = { name: 'team-a', team: 'ops', rate: '10/second', credits: '1000/month', endpoints: ['profile'], strategies: null, cacheIsolated: false };
 
 /** The audit log: what key writes with an actor append, and how the log is read. */
 export function auditContract(factory: BackendFactory): void {
@@ -16,7 +16,7 @@ export function auditContract(factory: BackendFactory): void {
     it('each key write with an actor appends one entry: the whole key when created, only the changed fields after; never a secret or its hash', async () => {
       const { key, secret } = await b().keys.create(FULL, 'cli:alice');
       h().clock.advance(1_000);
-      await b().keys.update(key.id, { rate: '5/second', owner: null, name: 'team-a' }, 'admin-api');
+      await b().keys.update(key.id, { rate: '5/second', team: null, name: 'team-a' }, 'admin-api');
       h().clock.advance(1_000);
       const rotated = (await b().keys.rotate(key.id, HOUR, 'admin-api'))!;
       h().clock.advance(1_000);
@@ -33,7 +33,7 @@ export function auditContract(factory: BackendFactory): void {
       expect(create.before).toBeNull();
       expect(create.after).toEqual({
         name: 'team-a',
-        owner: 'ops',
+        team: 'ops',
         prefix: key.prefix,
         rate: '10/second',
         credits: '1000/month',
@@ -45,8 +45,8 @@ export function auditContract(factory: BackendFactory): void {
         previous_secret_expires_at: null,
       });
       // The name was given but not changed: only what moved is shown.
-      expect(update.before).toEqual({ owner: 'ops', rate: '10/second' });
-      expect(update.after).toEqual({ owner: null, rate: '5/second' });
+      expect(update.before).toEqual({ team: 'ops', rate: '10/second' });
+      expect(update.after).toEqual({ team: null, rate: '5/second' });
       expect(rotate.before).toEqual({ prefix: key.prefix, previous_secret_expires_at: null });
       expect(rotate.after).toEqual({ prefix: rotated.key.prefix, previous_secret_expires_at: new Date(T0 + 2_000 + HOUR).toISOString() });
       expect(revoke).toMatchObject({ before: { revoked_at: null }, after: { revoked_at: new Date(T0 + 3_000).toISOString() } });

@@ -16,13 +16,13 @@ import { freshPrefix, REDIS_URL } from '../helpers/redis.js';
  * (PostgreSQL + Redis, issue #12's multi-replica follow-up) is one more entry in BACKENDS.
  */
 
-export type SuiteName = 'keys' | 'audit' | 'rates' | 'credits' | 'ledger' | 'cache' | 'changes' | 'claims' | 'backend' | 'replicas';
+export type SuiteName = 'keys' | 'audit' | 'teams' | 'rates' | 'credits' | 'ledger' | 'cache' | 'changes' | 'claims' | 'backend' | 'replicas';
 /**
  * Every suite but `replicas`: several live processes serving from one storage, each charging
  * only the dead ones' reservations, which only a shared backend supports (the embedded one
  * serves from one process, and charges every reservation but its own).
  */
-export const COMMON_SUITES: readonly SuiteName[] = ['keys', 'audit', 'rates', 'credits', 'ledger', 'cache', 'changes', 'claims', 'backend'];
+export const COMMON_SUITES: readonly SuiteName[] = ['keys', 'audit', 'teams', 'rates', 'credits', 'ledger', 'cache', 'changes', 'claims', 'backend'];
 
 export interface OpenOptions {
   /** The clock of every handle on the storage (a new FakeClock at 2026-01-01 when absent). */
@@ -136,6 +136,7 @@ export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater
 /** Per port, the methods whose answer is a MaybePromise (the others answer at once by contract). */
 const MAYBE_LATER: Record<string, readonly string[]> = {
   keys: ['findBySecret', 'get', 'list', 'create', 'update', 'rotate', 'revoke'],
+  teams: ['list', 'get', 'set'],
   audit: ['append', 'list'],
   lastUsed: ['flush'],
   rates: ['counts', 'add', 'take', 'flush'],

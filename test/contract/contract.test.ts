@@ -9,6 +9,7 @@ import { ledgerContract } from './ledger.contract.js';
 import { rateCountersContract } from './rate-counters.contract.js';
 import { replicasContract } from './replicas.contract.js';
 import { responseCacheContract } from './response-cache.contract.js';
+import { teamsContract } from './teams.contract.js';
 
 /**
  * The storage contract: every suite, written once, run against every backend (as undici runs
@@ -18,6 +19,7 @@ import { responseCacheContract } from './response-cache.contract.js';
 const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
   keys: keysContract,
   audit: auditContract,
+  teams: teamsContract,
   rates: rateCountersContract,
   credits: creditsContract,
   ledger: ledgerContract,

@@ -5,7 +5,7 @@ import { eventually, T0, withHandle } from './support.js';
 
 const FULL: NewKey = {
   name: 'team-a',
-  owner: 'ops@example.com',
+  team: 'ops@example.com',
   expiresAt: T0 + 30 * 86_400_000,
   rate: '10/second,1000/day',
   credits: '50/day,1000/month',
@@ -36,7 +36,7 @@ export function keysContract(factory: BackendFactory): void {
 
     it('a minimal key has nulls and defaults; unknown and malformed secrets find nothing', async () => {
       const { key } = await keys().create({ name: 'bare' });
-      expect(key).toMatchObject({ owner: null, expiresAt: null, rate: null, credits: null, endpoints: null, strategies: null, cacheIsolated: false });
+      expect(key).toMatchObject({ team: null, teamCredits: null, expiresAt: null, rate: null, credits: null, endpoints: null, strategies: null, cacheIsolated: false });
       expect(await keys().findBySecret('tg_' + 'x'.repeat(40))).toBeNull();
       expect(await keys().findBySecret('')).toBeNull();
       expect(await keys().get('key_missing')).toBeNull();
@@ -73,8 +73,8 @@ export function keysContract(factory: BackendFactory): void {
       const { key, secret } = await keys().create(FULL);
       await keys().findBySecret(secret);
       h().clock.advance(7);
-      const updated = await keys().update(key.id, { owner: null, rate: '5/second', endpoints: null, cacheIsolated: false });
-      const expected = { ...FULL, owner: null, rate: '5/second', endpoints: null, cacheIsolated: false, createdAt: T0, updatedAt: T0 + 7 };
+      const updated = await keys().update(key.id, { team: null, rate: '5/second', endpoints: null, cacheIsolated: false });
+      const expected = { ...FULL, team: null, rate: '5/second', endpoints: null, cacheIsolated: false, createdAt: T0, updatedAt: T0 + 7 };
       expect(updated).toMatchObject(expected);
       expect(await keys().get(key.id)).toMatchObject(expected);
       expect((await keys().findBySecret(secret))!.key).toMatchObject(expected);

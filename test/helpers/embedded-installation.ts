@@ -45,8 +45,10 @@ export async function buildInstallation(): Promise<EmbeddedInstallation> {
   const stack = await startStack();
   const { dataDir } = stack;
   const env = { TOLLGATE_DATA_DIR: dataDir, TOLLGATE_LOG_LEVEL: 'silent' };
-  const made = await runCli(['keys', 'create', '--name', 'team-b', '--owner', 'b@example.com', '--rate', '600/minute,20000/day', '--credits', '1000/month', '--endpoints', 'profile,company', '--isolated', '--json'], env);
+  const made = await runCli(['keys', 'create', '--name', 'team-b', '--team', 'b@example.com', '--rate', '600/minute,20000/day', '--credits', '1000/month', '--endpoints', 'profile,company', '--isolated', '--json'], env);
   const created = JSON.parse(made.stdout) as { id: string; key: string };
+  // The key's team has a budget of its own, charged with the key's calls (and copied with its usage).
+  await runCli(['teams', 'set', 'b@example.com', '--credits', '5000/month'], env);
   const rotated = JSON.parse((await runCli(['keys', 'rotate', created.id, '--overlap', '24h', '--json'], env)).stdout) as { key: string };
   for (const slug of ['alice', 'bob', 'carol']) {
     await stack.get(`/v1/profile?${profileUrl(slug)}`);

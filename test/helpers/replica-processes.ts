@@ -60,7 +60,7 @@ export interface Cluster {
   readonly replicas: Replica[];
   /** GET `path` on replica `i` (round-robin when i ≥ N) with `secret` as the key. */
   get(i: number, path: string, secret?: string | null): Promise<Reply>;
-  admin(i: number, method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown): Promise<Reply>;
+  admin(i: number, method: 'GET' | 'POST' | 'PATCH' | 'PUT', path: string, body?: unknown): Promise<Reply>;
   cli(args: string[]): Promise<CliResult>;
   /** A key made with the CLI, as an operator would: its id and secret. */
   createKey(...flags: string[]): Promise<{ id: string; secret: string }>;

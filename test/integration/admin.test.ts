@@ -54,7 +54,7 @@ describe('keys over the admin API', () => {
     expect(c.status).toBe(201);
     expect(c.json.id).toMatch(/^key_/);
     expect(c.json.key).toMatch(/^tg_[0-9A-Za-z]{40}$/);
-    expect(c.json.api_key).toMatchObject({ name: 'team-a', owner: 'data', rate: '600/minute', credits: '1000/month', state: 'active', cache_isolated: false });
+    expect(c.json.api_key).toMatchObject({ name: 'team-a', team: 'data', rate: '600/minute', credits: '1000/month', state: 'active', cache_isolated: false });
     const { id, key } = c.json;
     expect((await s.get('/v1/company?org_id=1', { key })).status).toBe(200);
 

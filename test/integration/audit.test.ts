@@ -44,7 +44,7 @@ describe('the audit log of admin changes', () => {
     expect(created.status).toBe(201);
     const apiKey = created.json.id as string;
     secrets.push(created.json.key);
-    expect((await admin('PATCH', `/keys/${apiKey}`, { credits: '900/month', owner: 'growth-team' })).status).toBe(200);
+    expect((await admin('PATCH', `/keys/${apiKey}`, { credits: '900/month', team: 'growth-team' })).status).toBe(200);
     const rotated = await admin('POST', `/keys/${apiKey}/rotate`, { overlap: '1h' });
     secrets.push(rotated.json.key);
     expect((await admin('POST', `/keys/${apiKey}/revoke`)).status).toBe(200);
@@ -81,8 +81,8 @@ describe('the audit log of admin changes', () => {
     ]);
     const byKey = (target: string, action: string) => entries.find((e) => e.target === target && e.action === action)!;
     expect(byKey(apiKey, 'key.create')).toMatchObject({ before: null, after: { name: 'growth', credits: '500/month', revoked_at: null } });
-    expect(byKey(apiKey, 'key.update')).toMatchObject({ before: { credits: '500/month', owner: null }, after: { credits: '900/month', owner: 'growth-team' } });
-    expect(Object.keys(byKey(apiKey, 'key.update').after).sort()).toEqual(['credits', 'owner']);
+    expect(byKey(apiKey, 'key.update')).toMatchObject({ before: { credits: '500/month', team: null }, after: { credits: '900/month', team: 'growth-team' } });
+    expect(Object.keys(byKey(apiKey, 'key.update').after).sort()).toEqual(['credits', 'team']);
     expect(byKey(apiKey, 'key.rotate').after.prefix).toBe(rotated.json.api_key.prefix);
     expect(byKey(apiKey, 'key.revoke')).toMatchObject({ before: { revoked_at: null }, after: { revoked_at: expect.stringMatching(/^\d{4}-/) } });
     expect(byKey(cliKey, 'key.update')).toMatchObject({ before: { rate: '5/second', endpoints: null }, after: { rate: null, endpoints: ['profile'] } });
@@ -97,7 +97,7 @@ describe('the audit log of admin changes', () => {
     const table = await cli('audit', '--target', apiKey);
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toMatch(/^time\s+actor\s+action\s+target\s+change\n/);
-    expect(table.stdout).toContain('owner: - → growth-team; credits: 500/month → 900/month');
+    expect(table.stdout).toContain('team: - → growth-team; credits: 500/month → 900/month');
     expect(table.stdout.trim().split('\n')).toHaveLength(1 + 4);
 
     // Nothing secret in the answers, nor in the table itself.
@@ -143,7 +143,7 @@ describe('the audit log of admin changes', () => {
       ['?since=2026-01-01', 'UNKNOWN_PARAMETER', /^since: unknown parameter; allowed: from, to, actor, action, target, limit, cursor\.$/],
       ['?from=yesterday', 'INVALID_PARAMETER', /^from: expected an ISO 8601 date or time/],
       ['?from=2026-02-01&to=2026-01-01', 'INVALID_PARAMETER', /^to: must be after from\.$/],
-      ['?action=key.delete', 'INVALID_PARAMETER', /^action: expected one of key\.create, key\.update, key\.rotate, key\.revoke, cache\.purge\.$/],
+      ['?action=key.delete', 'INVALID_PARAMETER', /^action: expected one of key\.create, key\.update, key\.rotate, key\.revoke, team\.set, cache\.purge\.$/],
       ['?limit=0', 'INVALID_PARAMETER', /^limit: expected a whole number from 1 to 1000\.$/],
       ['?limit=1001', 'INVALID_PARAMETER', /^limit: /],
       ['?limit=ten', 'INVALID_PARAMETER', /^limit: /],

@@ -141,7 +141,7 @@ describe('exit codes', () => {
 });
 
 describe('--json', () => {
-  it('every key command, cache stats and purge, and usage print snake_case JSON on stdout only', async () => {
+  it('every key and team command, cache stats and purge, and usage print snake_case JSON on stdout only', async () => {
     const dir = tempDir();
     const run = async (...args: string[]) => {
       const r = await runCli([...args, '--json', '--data-dir', dir], EMBEDDED);
@@ -155,7 +155,12 @@ describe('--json', () => {
     expect(created.api_key).toMatchObject({ id: created.id, name: 'conv', credits: '100/month', state: 'active' });
     expect(await run('keys', 'list')).toEqual([expect.objectContaining({ id: created.id })]);
     expect(await run('keys', 'show', created.id)).toMatchObject({ id: created.id, previous_secret_expires_at: null });
-    expect(await run('keys', 'update', created.id, '--owner', 'ops')).toMatchObject({ owner: 'ops' });
+    expect(await run('keys', 'update', created.id, '--team', 'ops')).toMatchObject({ team: 'ops' });
+    // --owner: the deprecated name of --team, still accepted.
+    expect(await run('keys', 'update', created.id, '--owner', 'dev')).toMatchObject({ team: 'dev' });
+    expect(await run('teams', 'set', 'ops', '--credits', '500/month')).toMatchObject({ name: 'ops', credits: '500/month', budgets: [{ limit: 500, period: 'month', used: 0 }], keys: [] });
+    expect(await run('teams', 'list')).toEqual([expect.objectContaining({ name: 'dev', key_count: 1 }), expect.objectContaining({ name: 'ops', key_count: 0 })]);
+    expect(await run('teams', 'show', 'dev')).toMatchObject({ name: 'dev', credits: null, budgets: [], keys: [{ id: created.id, name: 'conv' }] });
     const rotated = await run('keys', 'rotate', created.id, '--overlap', '1h');
     expect(rotated).toMatchObject({ id: created.id, api_key: { previous_secret_expires_at: expect.any(String) } });
     expect(rotated.key).not.toBe(created.key);

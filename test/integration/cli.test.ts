@@ -31,7 +31,7 @@ describe('tollgate CLI', () => {
     const list = await runCli(['keys', 'list', '--json', '--data-dir', dir]);
     const keys = JSON.parse(list.stdout);
     expect(keys).toHaveLength(1);
-    expect(keys[0]).toMatchObject({ id, name: 'team-a', owner: 'data', endpoints: ['profile', 'company'], revoked_at: null });
+    expect(keys[0]).toMatchObject({ id, name: 'team-a', team: 'data', endpoints: ['profile', 'company'], revoked_at: null });
     expect(list.stdout).not.toContain(key);
     expect(keys[0].prefix).toBe(key.slice(0, 11));
 

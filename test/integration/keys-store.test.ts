@@ -56,7 +56,7 @@ describe('KeyStore.findBySecret cache', () => {
   it('a repeat lookup is answered from memory with what an uncached read returns', () => {
     const { key, secret } = cli.create({
       name: 'team',
-      owner: 'ops',
+      team: 'ops',
       rate: '10/second',
       credits: '100/day',
       endpoints: ['profile', 'company'],

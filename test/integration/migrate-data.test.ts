@@ -6,6 +6,8 @@ import type { UsageGroup, UsageRow } from '../../src/domain/ledger.js';
 import { PgResponseCache } from '../../src/store/postgres/cache.js';
 import { PgCredits } from '../../src/store/postgres/credits.js';
 import { PgKeys } from '../../src/store/postgres/keys.js';
+import { PgTeams } from '../../src/store/postgres/teams.js';
+import { teamScope } from '../../src/domain/teams.js';
 import { PgLedger } from '../../src/store/postgres/ledger.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { DAY_MS } from '../../src/store/sqlite/ledger-rows.js';
@@ -72,7 +74,12 @@ describe('tollgate migrate-data', () => {
     // Budgets continue where they were, the abandoned call charged at its estimate.
     const credits = new PgCredits(pool, 'migrate-data-test');
     expect(report.reservations_charged).toEqual({ requests: 1, credits: inst.abandoned.estimate });
-    for (const scope of [...inst.keyIds, PROVIDER_SCOPE]) {
+    // Teams with a row come with their budgets; their usage with the others' (the abandoned call's charge included).
+    expect(report.teams).toBe(1);
+    expect(await new PgTeams(pool, clock).list()).toEqual(expected.teams.list());
+    const team = teamScope('b@example.com');
+    expect(expected.credits.used(team, 'month', inst.now)).toBeGreaterThan(0);
+    for (const scope of [...inst.keyIds, PROVIDER_SCOPE, team]) {
       for (const period of PERIODS) expect(await credits.used(scope, period, inst.now), `${scope} ${period}`).toBe(expected.credits.used(scope, period, inst.now));
     }
     expect(await credits.reserved(inst.keyIds[1]!)).toBe(0);

@@ -7,7 +7,8 @@ import type { ApiKey } from '../../src/domain/keys.js';
 const KEY: ApiKey = {
   id: 'key_1',
   name: 'a',
-  owner: null,
+  team: null,
+  teamCredits: null,
   prefix: 'tg_12345678',
   createdAt: 0,
   updatedAt: 0,

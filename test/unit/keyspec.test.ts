@@ -9,13 +9,13 @@ describe('key input (shared by the CLI and the admin API)', () => {
   });
 
   it('clears with null or the words none, all and never', () => {
-    expect(parseKeyInput({ rate: 'none', credits: null, endpoints: 'all', strategies: null, expires_at: 'never', owner: null })).toEqual({
+    expect(parseKeyInput({ rate: 'none', credits: null, endpoints: 'all', strategies: null, expires_at: 'never', team: null })).toEqual({
       rate: null,
       credits: null,
       endpoints: null,
       strategies: null,
       expiresAt: null,
-      owner: null,
+      team: null,
     });
   });
 

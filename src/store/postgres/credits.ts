@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { budgetState, PERIODS, periodStart, PROVIDER_SCOPE, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
 import type { Reservation } from '../../domain/ledger.js';
+import { TEAM_SCOPE_PREFIX } from '../../domain/teams.js';
 import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
 import { StorageUnavailable } from '../write-gate.js';
 import { inTransaction } from './pool.js';
@@ -162,7 +163,7 @@ export async function chargeIn(client: PoolClient, charges: readonly Charge[]): 
   const rows = chargeRows(charges);
   if (rows.scope.length === 0) return;
   await client.query(
-    `INSERT INTO credit_usage (scope, period, start, used) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+    `INSERT INTO credit_usage (scope, period, start, used) ${withTeams(1)}
      ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used`,
     [rows.scope, rows.period, rows.start, rows.credits],
   );
@@ -184,6 +185,22 @@ export function chargeRows(charges: readonly Charge[]): { scope: string[]; perio
   }
   const rows = [...sums.values()].filter((s) => s.credits !== 0).sort((a, b) => cmp(a.scope, b.scope) || cmp(a.period, b.period) || a.start - b.start);
   return { scope: rows.map((r) => r.scope), period: rows.map((r) => r.period), start: rows.map((r) => r.start), credits: rows.map((r) => r.credits) };
+}
+
+/**
+ * The rows of `chargeRows` given as parameters $p…$p+3, with each charged key's team added
+ * (domain/teams.ts: its budget's usage is charged with the key's), summed, in lock order. The
+ * team is read here, in the charge's own statement: what the key's team is when it is written.
+ * Sorted in SQL (bytewise, as chargeRows sorts) so that every charge takes its row locks in one
+ * order, teams' included, and two never wait on each other in a cycle.
+ */
+export function withTeams(p: number): string {
+  const rows = `unnest($${p}::text[], $${p + 1}::text[], $${p + 2}::bigint[], $${p + 3}::bigint[]) AS c(scope, period, start, used)`;
+  return `SELECT x.scope, x.period, x.start, SUM(x.used)::bigint FROM (
+      SELECT c.scope, c.period, c.start, c.used FROM ${rows}
+      UNION ALL
+      SELECT '${TEAM_SCOPE_PREFIX}' || k.owner, c.period, c.start, c.used FROM ${rows} JOIN api_keys k ON k.id = c.scope WHERE k.owner IS NOT NULL
+    ) x GROUP BY x.scope, x.period, x.start HAVING SUM(x.used) <> 0 ORDER BY x.scope COLLATE "C", x.period COLLATE "C", x.start`;
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

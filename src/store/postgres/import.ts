@@ -2,8 +2,9 @@ import type { Pool, PoolClient } from 'pg';
 import { PERIODS, periodStart, PROVIDER_SCOPE } from '../../domain/credits.js';
 import { abandonedCharge, DAY_MS, type LedgerRow } from '../../domain/ledger.js';
 import { StartupError } from '../../domain/startup-error.js';
-import type { CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, PrunedDaysCopied } from '../transfer.js';
+import type { CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, PrunedDaysCopied, TeamRecord } from '../transfer.js';
 import { NOTIFY_SQL } from './change-feed.js';
+import { teamScope } from '../../domain/teams.js';
 import { inTransaction } from './pool.js';
 
 /** Rows per INSERT: one statement of column arrays each (unnest), a few hundred kB at most. */
@@ -40,6 +41,8 @@ const KEY_COLUMNS: Column<KeyRecord>[] = [
   col('strategies', 'text', (k) => json(k.strategies), 'jsonb'),
   col('cache_isolated', 'boolean', (k) => k.cacheIsolated),
 ];
+
+const TEAM_COLUMNS: Column<TeamRecord>[] = [col('name', 'text', (t) => t.name), col('credits', 'text', (t) => t.credits), col('created_at', 'bigint', (t) => t.createdAt), col('updated_at', 'bigint', (t) => t.updatedAt)];
 
 const USAGE_COLUMNS: Column<CreditUsageRecord>[] = [
   col('scope', 'text', (u) => u.scope),
@@ -125,6 +128,7 @@ async function insertAll<R>(c: PoolClient, table: string, columns: readonly Colu
 
 export interface ImportResult {
   keys: number;
+  teams: number;
   creditUsageRows: number;
   ledgerRows: number;
   countedRows: number;
@@ -152,6 +156,8 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
     await c.query(`LOCK TABLE api_keys, credit_usage, reservations, ledger, usage_minute, usage_daily${source.cache ? ', cache_entries' : ''} IN EXCLUSIVE MODE`);
     await refuseUnlessEmpty(c, source.cache !== null, target);
     const keys = await insertAll(c, 'api_keys', KEY_COLUMNS, source.keys(batchRows));
+    // The source's budgets win over a team set on the target before the copy (its keys are the source's).
+    const teams = (await insertRows(c, 'teams', TEAM_COLUMNS, source.teams(), 'ON CONFLICT (name) DO UPDATE SET credits = excluded.credits RETURNING name AS id')).length;
     const creditUsageRows = await insertAll(c, 'credit_usage', USAGE_COLUMNS, source.creditUsage(batchRows));
     const ledgerRows = await insertAll(c, 'ledger', LEDGER_COLUMNS, source.ledger(batchRows));
     const countedRows = await insertAll(c, 'usage_minute', COUNTED_COLUMNS, source.counted(batchRows));
@@ -160,7 +166,7 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
     const cache = source.cache ? await copyCache(c, source.cache, batchRows) : null;
     await c.query(NOTIFY_SQL, ['keys']);
     if (cache) await c.query(NOTIFY_SQL, ['cache']);
-    return { keys, creditUsageRows, ledgerRows, countedRows, prunedDays, reservationsCharged, cache };
+    return { keys, teams, creditUsageRows, ledgerRows, countedRows, prunedDays, reservationsCharged, cache };
   });
 }
 
@@ -184,6 +190,9 @@ async function refuseUnlessEmpty(c: PoolClient, withCache: boolean, target: stri
  */
 async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: number): Promise<{ requests: number; credits: number }> {
   const charges = new Map<string, { scope: string; period: string; start: number; used: number }>();
+  // Charged to the key's team too, as a settle would (credits.ts withTeams).
+  const owners = await c.query<{ id: string; owner: string }>('SELECT id, owner FROM api_keys WHERE owner IS NOT NULL AND id = ANY ($1)', [[...new Set(rows.map((r) => r.keyId))]]);
+  const teamOf = new Map(owners.rows.map((r) => [r.id, [teamScope(r.owner)]]));
   let requests = 0;
   let credits = 0;
   for (let i = 0; i < rows.length; i += batchRows) {
@@ -194,7 +203,7 @@ async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: n
       requests++;
       credits += row.credits;
       if (row.credits <= 0) continue;
-      for (const scope of [row.keyId, PROVIDER_SCOPE]) {
+      for (const scope of [row.keyId, PROVIDER_SCOPE, ...(teamOf.get(row.keyId) ?? [])]) {
         for (const period of PERIODS) {
           const start = periodStart(period, row.ts);
           const k = `${scope}\u0000${period}\u0000${start}`;

@@ -10,7 +10,10 @@ import { inTransaction } from './pool.js';
 interface Row {
   id: string;
   name: string;
+  /** The key's team (the column predates teams). */
   owner: string | null;
+  /** The team's budget: joined by the reads (SELECT_KEYS), absent from a write's RETURNING. */
+  team_credits?: string | null;
   prefix: string;
   secret_hash: string;
   created_at: string;
@@ -27,6 +30,9 @@ interface Row {
 }
 
 const COLUMNS = 'id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, revoked_at, last_used_at, rate, credits, endpoints, strategies, cache_isolated, prev_expires_at';
+
+/** Keys with their team's budget (ApiKey.teamCredits): `${SELECT_KEYS} WHERE …` over `k`. */
+const SELECT_KEYS = `SELECT ${COLUMNS.split(', ').map((c) => `k.${c}`).join(', ')}, t.credits AS team_credits FROM api_keys k LEFT JOIN teams t ON t.name = k.owner`;
 
 /**
  * API keys in PostgreSQL, shared by every replica. Every call reads the table; a replica
@@ -47,18 +53,18 @@ export class PgKeys implements Keys {
 
   /** The key whose current or previous secret hashes to `hash`. */
   async findByHash(hash: string): Promise<FoundKey | null> {
-    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM api_keys WHERE secret_hash = $1 OR prev_secret_hash = $1`, [hash]);
+    const r = await this.pool.query<Row>(`${SELECT_KEYS} WHERE k.secret_hash = $1 OR k.prev_secret_hash = $1`, [hash]);
     const row = r.rows[0];
     return row ? { key: toKey(row), previous: row.secret_hash !== hash } : null;
   }
 
   async get(id: string): Promise<ApiKey | null> {
-    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1`, [id]);
+    const r = await this.pool.query<Row>(`${SELECT_KEYS} WHERE k.id = $1`, [id]);
     return r.rows[0] ? toKey(r.rows[0]) : null;
   }
 
   async list(): Promise<ApiKey[]> {
-    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM api_keys ORDER BY created_at, id`);
+    const r = await this.pool.query<Row>(`${SELECT_KEYS} ORDER BY k.created_at, k.id`);
     return r.rows.map(toKey);
   }
 
@@ -73,7 +79,7 @@ export class PgKeys implements Keys {
       [
         newKeyId(),
         input.name,
-        input.owner ?? null,
+        input.team ?? null,
         secret.slice(0, PREFIX_CHARS),
         hashSecret(secret),
         now,
@@ -98,7 +104,7 @@ export class PgKeys implements Keys {
       sets.push(`${column} = $${params.length}`);
     };
     if (patch.name !== undefined) set('name', patch.name);
-    if (patch.owner !== undefined) set('owner', patch.owner);
+    if (patch.team !== undefined) set('owner', patch.team);
     if (patch.expiresAt !== undefined) set('expires_at', patch.expiresAt);
     if (patch.rate !== undefined) set('rate', patch.rate);
     if (patch.credits !== undefined) set('credits', patch.credits);
@@ -169,7 +175,8 @@ function toKey(r: Row): ApiKey {
   return {
     id: r.id,
     name: r.name,
-    owner: r.owner,
+    team: r.owner,
+    teamCredits: r.team_credits ?? null,
     prefix: r.prefix,
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),

@@ -9,7 +9,7 @@ import { inTransaction } from './pool.js';
 /** Any constant of Tollgate's own: the advisory lock every migrating process takes. */
 const MIGRATION_LOCK = 0x544c4754;
 
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   // 1: API keys (secrets as SHA-256 hashes only, as in the embedded backend).
   `CREATE TABLE api_keys (
      id               text PRIMARY KEY,
@@ -148,6 +148,18 @@ const MIGRATIONS: readonly string[] = [
      credits_saved bigint NOT NULL,
      PRIMARY KEY (minute, key_id, endpoint, cache, status, code)
    )`,
+  // 8: teams (domain/teams.ts). A key's `owner` became its team (the column keeps its name; the
+  // API calls it `team`); a team may have a credit budget shared by its keys. Every owner a key
+  // already names becomes a team without a budget.
+  `CREATE TABLE teams (
+     name       text PRIMARY KEY,
+     credits    text,
+     created_at bigint NOT NULL,
+     updated_at bigint NOT NULL
+   );
+   CREATE INDEX api_keys_owner ON api_keys (owner);
+   INSERT INTO teams (name, credits, created_at, updated_at)
+     SELECT owner, NULL, MIN(created_at), MIN(created_at) FROM api_keys WHERE owner IS NOT NULL GROUP BY owner`,
 ];
 
 /**

@@ -1,5 +1,5 @@
 import type { LedgerRow } from '../../domain/ledger.js';
-import { chargeRows } from './credits.js';
+import { chargeRows, withTeams } from './credits.js';
 import { COLUMNS, TYPES, values } from './ledger-rows.js';
 import type { Pool } from './pool.js';
 
@@ -8,8 +8,9 @@ const n = TYPES.length;
 /**
  * A request settled in one statement (one round trip, one commit, on every paid miss): its
  * reservation ended, its ledger row written once, and — only when the row was new — its charge
- * added to every scope and period. Sub-statements of one WITH run in an order PostgreSQL
- * chooses, so the row's insert reads `ended` first: the reservation goes before the row, in
+ * added to every scope and period (the key's team's included: credits.ts withTeams).
+ * Sub-statements of one WITH run in an order PostgreSQL chooses, so the row's insert reads
+ * `ended` first: the reservation goes before the row, in
  * the same order as a recovery (recovery.ts) takes them, and the two never deadlock. A
  * recovery that charged the reservation meanwhile holds its row until it commits; the delete
  * waits for it, and the insert then meets the recovery's row (inserted = 0).
@@ -21,7 +22,7 @@ const SETTLE = `WITH ended AS (DELETE FROM reservations WHERE request_id = $1 RE
     ON CONFLICT (request_id) DO NOTHING RETURNING 1),
   charged AS (
     INSERT INTO credit_usage (scope, period, start, used)
-    SELECT * FROM unnest($${n + 1}::text[], $${n + 2}::text[], $${n + 3}::bigint[], $${n + 4}::bigint[]) WHERE EXISTS (SELECT 1 FROM written)
+    SELECT * FROM (${withTeams(n + 1)}) t WHERE EXISTS (SELECT 1 FROM written)
     ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used)
   SELECT count(*)::int AS inserted FROM written`;
 

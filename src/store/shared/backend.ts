@@ -3,10 +3,12 @@ import type { Config } from '../../config.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { LastUsedBatcher } from '../last-used.js';
 import type { BackendOptions, StorageBackend, StorageGauges, StorageHealth, StorageLog } from '../backend.js';
+import type { Teams } from '../ports.js';
 import { PgResponseCache } from '../postgres/cache.js';
 import { PgChangeFeed } from '../postgres/change-feed.js';
 import { PgCredits } from '../postgres/credits.js';
 import { PgKeys } from '../postgres/keys.js';
+import { PgTeams } from '../postgres/teams.js';
 import { PgAudit } from '../postgres/audit.js';
 import { PgLedger } from '../postgres/ledger.js';
 import { PgLedgerRetention } from '../postgres/ledger-retention.js';
@@ -19,14 +21,14 @@ import { RedisCallClaims } from '../redis/call-claims.js';
 import { RedisRateCounters } from '../redis/rate-counters.js';
 import { FallbackRateCounters } from './rate-fallback.js';
 import { RememberedCache } from './remembered-cache.js';
-import { RememberedKeys } from './remembered-keys.js';
+import { RememberedKeys, rememberedTeams } from './remembered-keys.js';
 import { probe } from './probe.js';
 
 /** How often a replica looks for reservations of replicas whose lease lapsed. */
 const RECOVERY_EVERY_MS = 5_000;
 
 /** The ports a SharedBackend exposes, as its own fields. */
-type Ports = 'changes' | 'keys' | 'audit' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
+type Ports = 'changes' | 'keys' | 'teams' | 'audit' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
 
 /** Everything a SharedBackend holds: its ports, and the connections and timers behind them. */
 interface Parts extends Pick<SharedBackend, Ports> {
@@ -70,6 +72,7 @@ export class SharedBackend implements StorageBackend {
 
   readonly changes: PgChangeFeed;
   readonly keys: RememberedKeys;
+  readonly teams: Teams;
   readonly audit: PgAudit;
   readonly lastUsed: LastUsedBatcher;
   readonly rates: FallbackRateCounters;
@@ -79,7 +82,7 @@ export class SharedBackend implements StorageBackend {
   readonly claims: RedisCallClaims;
 
   private constructor(private readonly parts: Parts) {
-    ({ changes: this.changes, keys: this.keys, audit: this.audit, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
+    ({ changes: this.changes, keys: this.keys, teams: this.teams, audit: this.audit, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
     this.flushTimer = parts.server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
     this.flushTimer?.unref();
   }
@@ -121,8 +124,9 @@ export class SharedBackend implements StorageBackend {
       const claims = new RedisCallClaims(redis, prefix);
       const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
       const keys = new RememberedKeys(table, changes);
+      const teams = rememberedTeams(new PgTeams(pool, clock, audit), keys);
       const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
-      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, audit, lastUsed, rates, credits, ledger, cache, claims, log, server });
+      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, teams, audit, lastUsed, rates, credits, ledger, cache, claims, log, server });
     } catch (err) {
       await recovery?.stop();
       await changes?.close();
@@ -247,3 +251,4 @@ export class SharedBackend implements StorageBackend {
     await p.pool.end().catch(() => {});
   }
 }
+

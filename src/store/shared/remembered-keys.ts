@@ -1,7 +1,8 @@
 import { hashSecret, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
-import type { MaybePromise, Keys } from '../ports.js';
+import type { MaybePromise, Keys, Teams } from '../ports.js';
 import type { PgChangeFeed } from '../postgres/change-feed.js';
 import type { PgKeys } from '../postgres/keys.js';
+import type { PgTeams } from '../postgres/teams.js';
 
 /**
  * Most secret hashes remembered (a key is there at most twice: current and previous secret).
@@ -73,6 +74,14 @@ export class RememberedKeys implements Keys {
     return this.changing(this.table.revoke(id, actor));
   }
 
+  /**
+   * Something keys are read with changed (a team's budget, shared/backend.ts): this replica's
+   * next request reads its key again, before the notification comes back.
+   */
+  changed(): void {
+    this.forget();
+  }
+
   /** How many secrets are remembered (metrics, tests). */
   remembered(): number {
     return this.found.size;
@@ -96,4 +105,13 @@ export class RememberedKeys implements Keys {
     this.epoch++;
     this.found.clear();
   }
+}
+
+/** Teams whose changes this replica's remembered keys see at once (the others, by the notification). */
+export function rememberedTeams(table: PgTeams, keys: RememberedKeys): Teams {
+  return {
+    list: () => table.list(),
+    get: (name) => table.get(name),
+    set: (name, credits, actor) => table.set(name, credits, actor).finally(() => keys.changed()),
+  };
 }

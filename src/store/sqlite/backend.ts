@@ -16,6 +16,7 @@ import type { DB } from './db.js';
 import { databaseHealth, touchHeader } from './health.js';
 import type { KeyStore } from './keys.js';
 import type { AuditStore } from './audit.js';
+import type { TeamStore } from './teams.js';
 import type { LedgerStore } from './ledger.js';
 import type { LimitStore } from './limits.js';
 import { mainDbPath } from './main-file.js';
@@ -85,6 +86,10 @@ export class SqliteBackend implements StorageBackend {
 
   get keys(): KeyStore {
     return this.opened('main').keys;
+  }
+
+  get teams(): TeamStore {
+    return this.opened('main').teams;
   }
 
   get audit(): AuditStore {

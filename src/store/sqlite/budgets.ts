@@ -1,5 +1,6 @@
 import { budgetState, PERIODS, periodStart, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
 import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
+import { teamScope } from '../../domain/teams.js';
 import type { Reservation } from '../../domain/ledger.js';
 import type { DB } from './db.js';
 import { gated, type WriteGate } from '../write-gate.js';
@@ -33,6 +34,7 @@ export class BudgetStore implements Credits {
   private readonly insertReservationStmt;
   private readonly deleteReservationStmt;
   private readonly raiseStmt;
+  private readonly teamStmt;
 
   constructor(
     db: DB,
@@ -48,6 +50,7 @@ export class BudgetStore implements Credits {
     );
     this.deleteReservationStmt = db.prepare<[string]>('DELETE FROM reservations WHERE request_id = ?');
     this.raiseStmt = db.prepare<[number, string]>('UPDATE reservations SET estimate = MAX(estimate, ?) WHERE request_id = ?');
+    this.teamStmt = db.prepare<[string], string | null>('SELECT owner FROM api_keys WHERE id = ?').pluck();
   }
 
   /** Settled credits of `scope` in the period containing `now`. */
@@ -134,8 +137,24 @@ export class BudgetStore implements Credits {
     return this.reservations.size;
   }
 
+  /**
+   * The scopes a charge to `scopes` (a key id and the provider, as the ledger gives them) lands
+   * on: those and the key's team, so that a team budget's usage is exact. The team is the key's
+   * when the row is written: a key moved to another team mid-call charges the new one.
+   */
+  private withTeams(scopes: readonly string[]): readonly string[] {
+    const teams: string[] = [];
+    for (const s of scopes) {
+      if (!s.startsWith('key_')) continue;
+      const team = this.teamStmt.get(s);
+      if (team) teams.push(teamScope(team));
+    }
+    return teams.length === 0 ? scopes : [...scopes, ...teams];
+  }
+
   /** Database half of a charge; call inside the ledger row's transaction. */
-  writeCharge(scopes: readonly string[], credits: number, now: number): void {
+  writeCharge(keyScopes: readonly string[], credits: number, now: number): void {
+    const scopes = this.withTeams(keyScopes);
     for (const scope of scopes) for (const p of PERIODS) this.addStmt.run(scope, p, periodStart(p, now), credits);
   }
 
@@ -143,13 +162,18 @@ export class BudgetStore implements Credits {
    * A charge whose row could not be written: counted in memory from now on (its durable
    * reservation carries it to the next start).
    */
-  holdCharge(scopes: readonly string[], credits: number, now: number): void {
+  holdCharge(keyScopes: readonly string[], credits: number, now: number): void {
+    const scopes = this.withTeams(keyScopes);
     for (const scope of scopes) for (const p of PERIODS) this.used(scope, p, now);
-    this.applyCharge(scopes, credits, now);
+    this.applyTo(scopes, credits, now);
   }
 
   /** Memory half of a charge, after the transaction committed. */
-  applyCharge(scopes: readonly string[], credits: number, now: number): void {
+  applyCharge(keyScopes: readonly string[], credits: number, now: number): void {
+    this.applyTo(this.withTeams(keyScopes), credits, now);
+  }
+
+  private applyTo(scopes: readonly string[], credits: number, now: number): void {
     for (const scope of scopes) {
       for (const p of PERIODS) {
         const u = this.usage.get(`${p}|${scope}`);

@@ -1,5 +1,5 @@
 import type { LedgerRow, Reservation } from '../../domain/ledger.js';
-import type { CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord } from '../transfer.js';
+import type { CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, TeamRecord } from '../transfer.js';
 import type { DB } from './db.js';
 import type { KeyRow } from './key-rows.js';
 import { DAY_MS } from './ledger-rows.js';
@@ -95,6 +95,10 @@ export class InstallationReader implements InstallationSource {
       strategies: list(r.strategies),
       cacheIsolated: r.cache_isolated === 1,
     }));
+  }
+
+  teams(): TeamRecord[] {
+    return this.main.prepare<[], TeamRecord>('SELECT name, credits, created_at AS createdAt, updated_at AS updatedAt FROM teams ORDER BY name').all();
   }
 
   creditUsage(n: number): Iterable<CreditUsageRecord[]> {

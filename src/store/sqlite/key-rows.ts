@@ -4,7 +4,10 @@ import type { ApiKey } from '../../domain/keys.js';
 export interface KeyRow {
   id: string;
   name: string;
+  /** The key's team (the column predates teams). */
   owner: string | null;
+  /** The team's budget, joined from teams (KEY_SELECT); absent where a query does not join it. */
+  team_credits?: string | null;
   prefix: string;
   created_at: number;
   updated_at: number;
@@ -20,6 +23,9 @@ export interface KeyRow {
   prev_expires_at: number | null;
 }
 
+/** Keys with their team's budget: `${KEY_SELECT} WHERE …`. */
+export const KEY_SELECT = 'SELECT k.*, t.credits AS team_credits FROM api_keys k LEFT JOIN teams t ON t.name = k.owner';
+
 /** A remembered key is handed to every request that presents its secret: none may change it. */
 export function frozen(k: ApiKey): ApiKey {
   if (k.endpoints) Object.freeze(k.endpoints);
@@ -31,7 +37,8 @@ export function toKey(r: KeyRow): ApiKey {
   return {
     id: r.id,
     name: r.name,
-    owner: r.owner,
+    team: r.owner,
+    teamCredits: r.team_credits ?? null,
     prefix: r.prefix,
     createdAt: r.created_at,
     updatedAt: r.updated_at,

@@ -2,7 +2,7 @@ import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundK
 import type { DB } from './db.js';
 import type { Clock } from '../../domain/clock.js';
 import { DataVersionWatch } from './data-version.js';
-import { frozen, toKey, type KeyRow } from './key-rows.js';
+import { frozen, KEY_SELECT, toKey, type KeyRow } from './key-rows.js';
 import type { Keys } from '../ports.js';
 import { keyChange, type AuditAction } from '../../domain/audit.js';
 import type { AuditStore } from './audit.js';
@@ -20,6 +20,13 @@ const FOUND_CACHE_MAX = 10_000;
  * each other.
  */
 const ownWrites = new WeakMap<DB, { n: number }>();
+
+/** A write on `db` that changes what keys read (a team's budget, teams.ts): remembered keys are dropped. */
+export function keysChanged(db: DB): void {
+  const w = ownWrites.get(db);
+  if (w) w.n++;
+  else ownWrites.set(db, { n: 1 });
+}
 
 /**
  * Secrets are stored only as SHA-256; the plaintext exists once, in create's return value.
@@ -60,9 +67,9 @@ export class KeyStore implements Keys {
       (id, name, owner, prefix, secret_hash, created_at, updated_at, expires_at, rate, credits, endpoints, strategies, cache_isolated)
       VALUES (@id, @name, @owner, @prefix, @hash, @now, @now, @expires, @rate, @credits, @endpoints, @strategies, @isolated)`);
     // The OR uses both unique indexes; a rotated-away secret still finds its key during the overlap.
-    this.byHashStmt = db.prepare<[string, string], KeyRow>('SELECT * FROM api_keys WHERE secret_hash = ? OR prev_secret_hash = ?');
-    this.byIdStmt = db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?');
-    this.listStmt = db.prepare<[], KeyRow>('SELECT * FROM api_keys ORDER BY created_at, id');
+    this.byHashStmt = db.prepare<[string, string], KeyRow>(`${KEY_SELECT} WHERE k.secret_hash = ? OR k.prev_secret_hash = ?`);
+    this.byIdStmt = db.prepare<[string], KeyRow>(`${KEY_SELECT} WHERE k.id = ?`);
+    this.listStmt = db.prepare<[], KeyRow>(`${KEY_SELECT} ORDER BY k.created_at, k.id`);
     this.revokeStmt = db.prepare('UPDATE api_keys SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL');
     this.touchStmt = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
     this.updateStmt = db.prepare(`UPDATE api_keys SET name = @name, owner = @owner, expires_at = @expires, rate = @rate,
@@ -79,7 +86,7 @@ export class KeyStore implements Keys {
       this.insertStmt.run({
         id,
         name: input.name,
-        owner: input.owner ?? null,
+        owner: input.team ?? null,
         prefix: secret.slice(0, PREFIX_CHARS),
         hash: hashSecret(secret),
         now,
@@ -142,7 +149,7 @@ export class KeyStore implements Keys {
       id,
       now: this.clock.now(),
       name: pick(patch.name, k.name),
-      owner: pick(patch.owner, k.owner),
+      owner: pick(patch.team, k.team),
       expires: pick(patch.expiresAt, k.expiresAt),
       rate: pick(patch.rate, k.rate),
       credits: pick(patch.credits, k.credits),

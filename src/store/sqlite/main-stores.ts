@@ -7,6 +7,7 @@ import { AuditStore } from './audit.js';
 import { BudgetStore } from './budgets.js';
 import type { DB } from './db.js';
 import { KeyStore } from './keys.js';
+import { TeamStore } from './teams.js';
 import { LedgerRetention } from './ledger-retention.js';
 import { LedgerStore } from './ledger.js';
 import { LimitStore } from './limits.js';
@@ -38,6 +39,7 @@ export class MainStores {
   readonly gate: WriteGate | null;
   readonly keys: KeyStore;
   readonly audit: AuditStore;
+  readonly teams: TeamStore;
   readonly lastUsed: LastUsedBatcher;
   readonly limits: LimitStore;
   readonly budgets: BudgetStore;
@@ -55,6 +57,7 @@ export class MainStores {
     const onWriteError = mainWriteErrorLogger(log);
     this.audit = new AuditStore(this.db, clock);
     this.keys = new KeyStore(this.db, clock, this.audit);
+    this.teams = new TeamStore(this.db, clock, this.audit);
     this.lastUsed = new LastUsedBatcher(this.keys, 5_000, { gate, onWriteError });
     this.limits = new LimitStore(this.db, clock, 1_000, { gate: gate ?? undefined, onWriteError });
     this.budgets = new BudgetStore(this.db, gate);

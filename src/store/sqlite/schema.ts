@@ -145,4 +145,20 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
       ) STRICT, WITHOUT ROWID;
     `);
   },
+  // Teams (domain/teams.ts): a key's `owner` became its team (the column keeps its name; the API
+  // calls it `team`), and a team may have a credit budget shared by its keys. Every owner a key
+  // already names becomes a team without a budget.
+  (db) => {
+    db.exec(`
+      CREATE TABLE teams (
+        name        TEXT PRIMARY KEY,
+        credits     TEXT,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX api_keys_owner ON api_keys(owner);
+      INSERT INTO teams (name, credits, created_at, updated_at)
+        SELECT owner, NULL, MIN(created_at), MIN(created_at) FROM api_keys WHERE owner IS NOT NULL GROUP BY owner;
+    `);
+  },
 ];

@@ -1,0 +1,72 @@
+import { formatBudgets, parseBudgets, remaining, type BudgetState } from '../domain/credits.js';
+import type { ApiKey } from '../domain/keys.js';
+import { teamName, type Team } from '../domain/teams.js';
+import type { Accounting } from '../gateway/accounting.js';
+import type { Keys, Teams } from '../store/ports.js';
+import { KeyInputError, keyView } from './keys.js';
+
+/*
+ * Teams for the CLI and the admin API (README "Teams"): one validation of names and budgets,
+ * one view, so that `tollgate teams show` and GET /admin/teams/:name say the same.
+ */
+
+/** A team name from a path or an argument; a bad one is a KeyInputError on `name`. */
+export function parseTeamName(v: unknown): string {
+  if (typeof v !== 'string') throw new KeyInputError('name', 'must be a string');
+  try {
+    return teamName(v);
+  } catch (err) {
+    throw new KeyInputError('name', (err as Error).message);
+  }
+}
+
+/** `5000/month` (normalised), or null for absent, null or "none": no team budget. */
+export function parseTeamCredits(v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string') throw new KeyInputError('credits', 'must be a string such as 5000/month, or null');
+  const s = v.trim();
+  if (s.toLowerCase() === 'none') return null;
+  try {
+    return formatBudgets(parseBudgets(s));
+  } catch (err) {
+    throw new KeyInputError('credits', (err as Error).message);
+  }
+}
+
+/** Create a team or set its budget; audited as `team.set` by the store, in the change's transaction. */
+export async function setTeam(teams: Teams, name: unknown, credits: unknown, actor: string): Promise<Team> {
+  return teams.set(parseTeamName(name), parseTeamCredits(credits), actor);
+}
+
+export function budgetsView(states: readonly BudgetState[]) {
+  return states.map((s) => ({ limit: s.budget.limit, period: s.budget.period, used: s.used, reserved: s.reserved, remaining: remaining(s), reset_seconds: s.reset }));
+}
+
+const iso = (t: number) => new Date(t).toISOString();
+
+/** A team as listed: its budget with use per period, and how many keys it has. */
+export async function teamView(t: Team, keys: readonly ApiKey[], accounting: Accounting, now: number) {
+  return {
+    name: t.name,
+    credits: t.credits,
+    created_at: iso(t.createdAt),
+    updated_at: iso(t.updatedAt),
+    budgets: budgetsView(await accounting.teamStates(t.name, t.credits, now)),
+    key_count: keys.filter((k) => k.team === t.name).length,
+  };
+}
+
+/** Every team (`GET /admin/teams`, `teams list`). */
+export async function listTeams(teams: Teams, keys: Keys, accounting: Accounting, now: number) {
+  const all = await keys.list();
+  return Promise.all((await teams.list()).map((t) => teamView(t, all, accounting, now)));
+}
+
+/** One team with its keys (`GET /admin/teams/:name`, `teams show`); null when there is none of that name. */
+export async function showTeam(teams: Teams, keys: Keys, accounting: Accounting, name: unknown, now: number) {
+  const t = await teams.get(parseTeamName(name));
+  if (!t) return null;
+  const all = await keys.list();
+  const own = all.filter((k) => k.team === t.name).map((k) => keyView(k, now));
+  return { ...(await teamView(t, all, accounting, now)), keys: own.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, state: k.state, credits: k.credits })) };
+}

@@ -1,0 +1,54 @@
+import type { Budget } from './credits.js';
+
+/*
+ * Teams (README "Teams"): a key belongs to at most one team, named by the key's `team` field
+ * (the `owner` field it replaced; a key without one has no team). A team may have a credit
+ * budget shared by all its keys, enforced like a key's: reserved before the provider call,
+ * charged with the ledger row, its refusal a 429 naming the team budget.
+ */
+
+export interface Team {
+  readonly name: string;
+  /** `5000/month`, `50/day,1000/month`; null: no team budget. */
+  readonly credits: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** The credit scope of a team's budget: beside key ids (`key_…`) and the provider (`*provider`). */
+export function teamScope(name: string): string {
+  return TEAM_SCOPE_PREFIX + name;
+}
+
+export const TEAM_SCOPE_PREFIX = 'team:';
+
+export function isTeamScope(scope: string): boolean {
+  return scope.startsWith(TEAM_SCOPE_PREFIX);
+}
+
+export class InvalidTeamName extends Error {
+  override name = 'InvalidTeamName';
+}
+
+/**
+ * A team name as given, trimmed. Owners of keys made before teams existed were free text (the
+ * demo's is "tollgate demo"), and they became teams as they were, so names stay free text: 1 to
+ * 100 characters, none of them a control character.
+ */
+export function teamName(input: string): string {
+  const name = input.trim();
+  // eslint-disable-next-line no-control-regex
+  if (name.length === 0 || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw new InvalidTeamName('must be 1 to 100 characters, without control characters');
+  }
+  return name;
+}
+
+/** A team budget with its use in one period, as `teams show` and the admin API report it. */
+export interface TeamBudgetView {
+  readonly budget: Budget;
+  readonly used: number;
+  readonly reserved: number;
+  readonly remaining: number;
+  readonly resetsInSeconds: number;
+}

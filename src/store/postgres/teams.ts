@@ -1,0 +1,66 @@
+import type { Pool } from 'pg';
+import { teamChange } from '../../domain/audit.js';
+import type { Clock } from '../../domain/clock.js';
+import type { Team } from '../../domain/teams.js';
+import type { Teams } from '../ports.js';
+import type { PgAudit } from './audit.js';
+import { CHANGES_CHANNEL } from './change-feed.js';
+import { inTransaction } from './pool.js';
+
+interface Row {
+  name: string;
+  credits: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The rows of `teams`, and the names keys give that have none (a key's team needs no row until it gets a budget). */
+const ALL = `SELECT name, credits, created_at, updated_at FROM teams
+  UNION ALL SELECT owner, NULL, MIN(created_at), MIN(created_at) FROM api_keys
+    WHERE owner IS NOT NULL AND owner NOT IN (SELECT name FROM teams) GROUP BY owner`;
+
+/**
+ * Teams in PostgreSQL. Key reads join their team's budget, so a change notifies `keys` in its
+ * transaction: every replica forgets the keys it remembers (RememberedKeys) when it commits, and
+ * the next request of the team's keys meets the new budget (within the feed's delay, < 2 s).
+ */
+export class PgTeams implements Teams {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly audit: PgAudit | null = null,
+  ) {}
+
+  async list(): Promise<Team[]> {
+    const r = await this.pool.query<Row>(`${ALL} ORDER BY name`);
+    return r.rows.map(toTeam);
+  }
+
+  async get(name: string): Promise<Team | null> {
+    const r = await this.pool.query<Row>(`SELECT * FROM (${ALL}) a WHERE name = $1`, [name]);
+    return r.rows[0] ? toTeam(r.rows[0]) : null;
+  }
+
+  async set(name: string, credits: string | null, actor?: string): Promise<Team> {
+    return inTransaction(this.pool, async (c) => {
+      // Two admins setting one team at once take turns: each entry's `before` is what the other left.
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate-team:${name}`]);
+      const found = await c.query<Row>(`SELECT * FROM (${ALL}) a WHERE name = $1`, [name]);
+      const before = found.rows[0] ? toTeam(found.rows[0]) : null;
+      if (before && before.credits === credits) return before;
+      const now = this.clock.now();
+      const r = await c.query<Row>(
+        `INSERT INTO teams (name, credits, created_at, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name) DO UPDATE SET credits = excluded.credits, updated_at = excluded.updated_at RETURNING *`,
+        [name, credits, before?.createdAt ?? now, now],
+      );
+      await c.query(`SELECT pg_notify('${CHANGES_CHANNEL}', 'keys')`);
+      if (actor !== undefined && this.audit) await this.audit.insert(c, teamChange(actor, name, before, { credits }));
+      return toTeam(r.rows[0]!);
+    });
+  }
+}
+
+function toTeam(r: Row): Team {
+  return { name: r.name, credits: r.credits, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) };
+}

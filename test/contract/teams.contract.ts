@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { PROVIDER_SCOPE } from '../../src/domain/credits.js';
+import { failure } from '../../src/domain/errors.js';
+import { teamScope } from '../../src/domain/teams.js';
+import { Accounting } from '../../src/gateway/accounting.js';
+import type { StorageBackend } from '../../src/store/backend.js';
+import type { BackendFactory } from './backends.js';
+import { eventually, row, T0, withHandle } from './support.js';
+
+const accountingOf = (b: StorageBackend) => new Accounting(b.credits, b.ledger, { estimates: { profile: 3 }, providerBudgets: [] });
+let seq = 0;
+const req = () => `req_team_${++seq}`;
+
+/** Teams: their budgets shared by their keys, reserved and charged like a key's, and audited. */
+export function teamsContract(factory: BackendFactory): void {
+  describe(`Teams contract: ${factory.name}`, () => {
+    const h = withHandle(factory);
+    const b = () => h().backend;
+
+    it("set creates a team or changes its budget, audited as team.set in its transaction; a key's team without a row is listed too", async () => {
+      await b().keys.create({ name: 'k', team: 'data' });
+      expect(await b().teams.list()).toEqual([{ name: 'data', credits: null, createdAt: T0, updatedAt: T0 }]);
+      h().clock.advance(1_000);
+      expect(await b().teams.set('growth', '5000/month', 'cli:alice')).toEqual({ name: 'growth', credits: '5000/month', createdAt: T0 + 1_000, updatedAt: T0 + 1_000 });
+      h().clock.advance(1_000);
+      await b().teams.set('growth', '300/day,5000/month', 'admin-api');
+      await b().teams.set('growth', '300/day,5000/month', 'admin-api'); // no change: no entry
+      await b().teams.set('data', '10/day', 'admin-api');
+      expect((await b().teams.get('growth'))!).toMatchObject({ credits: '300/day,5000/month', createdAt: T0 + 1_000, updatedAt: T0 + 2_000 });
+      expect((await b().teams.list()).map((t) => [t.name, t.credits])).toEqual([['data', '10/day'], ['growth', '300/day,5000/month']]);
+      expect(await b().teams.get('nobody')).toBeNull();
+      const log = (await b().audit.list({ limit: 100, action: 'team.set' })).entries;
+      expect(log.map((e) => [e.actor, e.target, e.before, e.after])).toEqual([
+        ['admin-api', 'team:data', { credits: null }, { credits: '10/day' }],
+        ['admin-api', 'team:growth', { credits: '5000/month' }, { credits: '300/day,5000/month' }],
+        ['cli:alice', 'team:growth', null, { credits: '5000/month' }],
+      ]);
+    });
+
+    it("a key is read with its team's budget; a change is seen at once here and by another process within 2 s", async () => {
+      const peer = await h().peer();
+      const { key, secret } = await b().keys.create({ name: 'k', team: 'growth' });
+      expect((await peer.backend.keys.findBySecret(secret))!.key).toMatchObject({ team: 'growth', teamCredits: null });
+      expect((await b().keys.findBySecret(secret))!.key.teamCredits).toBeNull();
+      await b().teams.set('growth', '100/day');
+      expect((await b().keys.findBySecret(secret))!.key.teamCredits).toBe('100/day');
+      expect((await b().keys.get(key.id))!.teamCredits).toBe('100/day');
+      const seen = await eventually(async () => (await peer.backend.keys.findBySecret(secret))!.key.teamCredits, (c) => c === '100/day');
+      expect(seen).toBe('100/day');
+      await b().keys.update(key.id, { team: null });
+      expect((await b().keys.findBySecret(secret))!.key).toMatchObject({ team: null, teamCredits: null });
+    });
+
+    it("concurrent reservations of two keys of a team never oversubscribe the team's budget; the refusal names it; settling charges the team exactly", async () => {
+      await b().teams.set('growth', '20/day');
+      const ka = (await b().keys.create({ name: 'a', team: 'growth' })).secret;
+      const kb = (await b().keys.create({ name: 'b', team: 'growth' })).secret;
+      const keyA = (await b().keys.findBySecret(ka))!.key;
+      const keyB = (await b().keys.findBySecret(kb))!.key;
+      const acc = accountingOf(b());
+      expect(acc.budgeted(keyA)).toBe(true);
+      const ids = Array.from({ length: 30 }, req);
+      const keyOf = (i: number) => (i % 2 ? keyB : keyA);
+      const answers = await Promise.all(ids.map((id, i) => acc.reserve(id, keyOf(i), 'profile', T0)));
+      const admitted = ids.flatMap((id, i) => (answers[i] === null ? [{ id, key: keyOf(i) }] : []));
+      expect(admitted).toHaveLength(6);
+      const refused = answers.find((a) => a !== null)!;
+      expect(refused.code).toBe(failure('CREDIT_LIMIT_EXCEEDED').code);
+      expect(refused.message).toContain("team 'growth'");
+      expect(await b().credits.reserved(teamScope('growth'))).toBe(18);
+      // Each settles at 2 credits: 12 used, the team's usage exact, each key's its own.
+      for (const { id, key } of admitted) await b().ledger.record(row(key.id, T0, { requestId: id, cache: 'MISS', credits: 2 }));
+      expect(await b().credits.reserved(teamScope('growth'))).toBe(0);
+      expect(await b().credits.used(teamScope('growth'), 'day', T0)).toBe(12);
+      expect((await b().credits.used(keyA.id, 'day', T0)) + (await b().credits.used(keyB.id, 'day', T0))).toBe(12);
+      expect(await b().credits.used(PROVIDER_SCOPE, 'day', T0)).toBe(12);
+      expect(await acc.teamStates('growth', '20/day', T0)).toMatchObject([{ used: 12, reserved: 0 }]);
+      // The headers of either key tell what the team budget leaves: 8 credits, a call of 3 fits.
+      expect(await acc.headers(keyA, 'profile', T0)).toMatchObject({ 'x-credits-remaining': '8', 'x-credits-used': '12' });
+    });
+
+    it("a crashed process's reservations are charged to its keys' team too", async () => {
+      await b().teams.set('growth', '100/day');
+      const { secret } = await b().keys.create({ name: 'a', team: 'growth' });
+      const key = (await b().keys.findBySecret(secret))!.key;
+      expect(await accountingOf(b()).reserve(req(), key, 'profile', T0)).toBeNull();
+      await h().crash();
+      const next = (await h().peer()).backend;
+      await next.ledger.recoverAbandoned();
+      expect(await next.credits.used(teamScope('growth'), 'day', T0)).toBe(3);
+      expect(await next.credits.used(key.id, 'day', T0)).toBe(3);
+    });
+  });
+}
