@@ -119,6 +119,23 @@ describe('shared backend: each replica remembers, and forgets on change', () => 
     expect(await eventually(async () => (await b.cache.get('k1'))?.data, (d) => d === '"v3"')).toBe('"v3"');
   }, 20_000);
 
+  it('this replica\'s own store stays held when its notification comes back; another replica\'s next store still replaces it', async () => {
+    const [a, b] = [await replica(), await replica()];
+    await a.cache.put(entry('k1', '"v1"'));
+    await sleep(500); // the store's own notification has come and gone
+    // Still held: a PostgreSQL outage now would still find it (regression: the replica forgot its own store).
+    const held = a.cache.get('k1');
+    expect(isPromise(held)).toBe(false);
+    expect((held as { data: string }).data).toBe('"v1"');
+    await b.cache.put(entry('k1', '"v2"'));
+    expect(await eventually(async () => (await a.cache.get('k1'))?.data, (d) => d === '"v2"')).toBe('"v2"');
+    // Two stores of its own, and a third replica's in between: the last word is the third's.
+    await a.cache.put(entry('k2', '"w1"'));
+    await a.cache.put(entry('k2', '"w2"'));
+    await b.cache.put(entry('k2', '"w3"'));
+    expect(await eventually(async () => (await a.cache.get('k2'))?.data, (d) => d === '"w3"')).toBe('"w3"');
+  }, 15_000);
+
   it('this replica\'s own change is seen by its next read, before any notification', async () => {
     const a = await replica();
     const { key, secret } = await a.keys.create({ name: 'team' });

@@ -23,6 +23,12 @@ export class RememberedCache implements ResponseCache {
   private readonly reading = new Map<string, { n: number; changed: boolean }>();
   /** Bumped when everything is forgotten, for reads under way. */
   private epoch = 0;
+  /**
+   * Per key, this replica's own stores whose notification has not come yet. Without it a store
+   * forgot its own entry when its notification came back — late, under load, after the next
+   * hits had read it again — and a PostgreSQL outage then found nothing held to answer with.
+   */
+  private readonly ownPending = new Map<string, number>();
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -34,7 +40,7 @@ export class RememberedCache implements ResponseCache {
     this.unsubscribe = changes.onChange((c) => {
       if (c.topic !== 'cache') return;
       if (c.key === null) this.forgetAll();
-      else this.forget(c.key);
+      else if (!this.ownNotified(c.key)) this.forget(c.key);
     });
   }
 
@@ -60,7 +66,19 @@ export class RememberedCache implements ResponseCache {
   async put(entry: NewEntry): Promise<void> {
     // Forgotten first: were the write to fail, the entry held would be older than what was fetched.
     this.forget(entry.key);
-    await this.shared.put(entry);
+    // Counted before the write is sent: its notification may come before the write's answer.
+    // Notifications come in commit order, so the one that finds the count is this store's or an
+    // earlier commit's, which what this replica stores replaces anyway.
+    this.ownPending.set(entry.key, (this.ownPending.get(entry.key) ?? 0) + 1);
+    try {
+      await this.shared.put(entry);
+    } catch (err) {
+      // Most likely never committed, so never notified; if it was, its notification forgets the key.
+      this.ownNotified(entry.key);
+      throw err;
+    }
+    // Reads that began during the write may hold what it replaced: they keep nothing.
+    this.forget(entry.key);
     this.tier.put({ ...entry, size: sizeOf(entry) });
   }
 
@@ -122,5 +140,16 @@ export class RememberedCache implements ResponseCache {
   private forgetAll(): void {
     this.epoch++;
     this.tier.clear();
+    // Also after a lost notification connection: what it lost can no longer be told apart.
+    this.ownPending.clear();
+  }
+
+  /** Whether a notification of `key` is one of this replica's own stores (counted off); false for another replica's. */
+  private ownNotified(key: string): boolean {
+    const n = this.ownPending.get(key);
+    if (n === undefined) return false;
+    if (n <= 1) this.ownPending.delete(key);
+    else this.ownPending.set(key, n - 1);
+    return true;
   }
 }
