@@ -26,9 +26,13 @@ async function booksOf(keyId: string): Promise<{ credits: number; unsettled: num
   const client = new pg.Client({ connectionString: c.databaseUrl });
   await client.connect();
   try {
-    const l = await client.query('SELECT COALESCE(SUM(credits), 0)::int AS c, COUNT(*) FILTER (WHERE unsettled)::int AS u FROM ledger WHERE key_id = $1', [keyId]);
-    const r = await client.query('SELECT COUNT(*)::int AS n FROM reservations WHERE key_id = $1', [keyId]);
-    return { credits: l.rows[0].c, unsettled: l.rows[0].u, reservations: r.rows[0].n };
+    // One statement, one snapshot: a write committing between two reads cannot split the books.
+    const b = await client.query(
+      `SELECT (SELECT COALESCE(SUM(credits), 0)::int FROM ledger WHERE key_id = $1) AS c, (SELECT COUNT(*)::int FROM ledger WHERE key_id = $1 AND unsettled) AS u,
+              (SELECT COUNT(*)::int FROM reservations WHERE key_id = $1) AS n`,
+      [keyId],
+    );
+    return { credits: b.rows[0].c, unsettled: b.rows[0].u, reservations: b.rows[0].n };
   } finally {
     await client.end();
   }

@@ -13,8 +13,11 @@ import { contractCheck, takeViolations } from '../helpers/contract-interceptor.j
  * `contractCheck`.
  */
 
-/** The provider simulator's own tests: its answers are the provider's (injected faults included), not Tollgate's. */
-const EXEMPT = [/\/test\/integration\/simulator\.test\.ts$/];
+/**
+ * The provider simulator's own tests: its answers are the provider's (injected faults included),
+ * not Tollgate's. The benchmark tools' tests: a bare server stands in for the gateway's /metrics.
+ */
+const EXEMPT = [/\/test\/integration\/simulator\.test\.ts$/, /\/test\/unit\/bench-tail-tools\.test\.ts$/];
 
 const INSTALLED = Symbol.for('tollgate.openapiContract');
 
