@@ -19,11 +19,12 @@ const GROUP: Record<UsageGroup, { id: string; name: string }> = {
 
 /**
  * Most credits first for keys and teams, the others by id. Team names are free text: compared
- * byte-wise (COLLATE "C"), as SQLite does, so both backends list teams in one order.
+ * byte-wise (COLLATE "C"), as SQLite does, so both backends list teams in one order (an output
+ * column is named bare in ORDER BY, so the team is named by its column here).
  */
 const ORDER: Record<UsageGroup, string> = {
   key: 'credits DESC, requests DESC, id',
-  team: 'credits DESC, requests DESC, id COLLATE "C" NULLS LAST',
+  team: 'credits DESC, requests DESC, k.owner COLLATE "C" NULLS LAST',
   day: 'id',
   endpoint: 'id',
 };
