@@ -135,8 +135,8 @@ function withDb<T>(fn: (db: DB) => T): T {
   const db = openDatabase(':memory:', MAIN_MIGRATIONS);
   // key_a and key_b of two teams, key_c of none: by team, two named groups and the null one.
   const key = db.prepare("INSERT INTO api_keys (id, name, owner, prefix, secret_hash, created_at, updated_at) VALUES (?, ?, ?, 'tg_x', ?, 0, 0)");
-  key.run('key_a', 'a', 'growth');
-  key.run('key_b', 'b', 'data');
+  key.run('key_a', 'a', 'growth', 'hash_a');
+  key.run('key_b', 'b', 'data', 'hash_b');
   try {
     return fn(db);
   } finally {
@@ -251,10 +251,6 @@ describe('retention', () => {
 
 async function withDbAsync(fn: (db: DB) => Promise<void>): Promise<void> {
   const db = openDatabase(':memory:', MAIN_MIGRATIONS);
-  // key_a and key_b of two teams, key_c of none: by team, two named groups and the null one.
-  const key = db.prepare("INSERT INTO api_keys (id, name, owner, prefix, secret_hash, created_at, updated_at) VALUES (?, ?, ?, 'tg_x', ?, 0, 0)");
-  key.run('key_a', 'a', 'growth');
-  key.run('key_b', 'b', 'data');
   try {
     await fn(db);
   } finally {
