@@ -13,7 +13,7 @@ import { cacheStatsView } from './cache.js';
 import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { sendFailure as sendAnswerFailure } from '../http/fastify-reply.js';
-import { UsageRangePruned } from '../domain/ledger.js';
+import { USAGE_GROUPS, UsageRangePruned } from '../domain/ledger.js';
 import { ADMIN_API_ACTOR, purgeChange } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
 
@@ -156,7 +156,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         const q = request.query;
         for (const k of Object.keys(q)) if (!['from', 'to', 'by'].includes(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown parameter '${k}'; allowed: from, to, by.`));
         const by = usageGroup(q.by);
-        if (!by) throw new Refusal(failure('INVALID_PARAMETER', `by: expected key, day or endpoint.`));
+        if (!by) throw new Refusal(failure('INVALID_PARAMETER', `by: expected ${USAGE_GROUPS.join(', ')}.`));
         const w = usageWindow(q.from, q.to, now());
         if (typeof w === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${w}.`));
         // Read by the ledger's worker thread: a report over a large ledger never stalls the gateway.

@@ -1,5 +1,5 @@
 import { periodStart } from '../domain/credits.js';
-import type { UsageGroup } from '../domain/ledger.js';
+import { USAGE_GROUPS, type UsageGroup } from '../domain/ledger.js';
 
 const DAY = 86_400_000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
@@ -26,5 +26,5 @@ export function usageWindow(from: string | undefined, to: string | undefined, no
 /** The grouping named by `by` (default key), or null when it names none. */
 export function usageGroup(by: string | undefined): UsageGroup | null {
   const g = by ?? 'key';
-  return g === 'key' || g === 'day' || g === 'endpoint' ? g : null;
+  return (USAGE_GROUPS as readonly string[]).includes(g) ? (g as UsageGroup) : null;
 }

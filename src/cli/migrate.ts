@@ -22,6 +22,7 @@ function printReport(r: CopyReport): void {
     `  ledger rows:        ${r.ledgerRows}`,
     `  counted groups:     ${r.countedRows} (requests that charged nothing, counted per minute, key, endpoint and outcome)`,
     `  pruned days:        ${prunedDays(r)}`,
+    `  audit log entries:  ${r.auditEntries} (every admin change, with its time, actor and before/after)`,
     `  open reservations:  ${r.reservationsCharged.requests} charged at their estimates (${r.reservationsCharged.credits} credits), as unsettled ledger rows`,
     `  cache entries:      ${r.cache ? `${r.cache.entries} (${r.cache.bytes} bytes)` : 'not copied (no --cache)'}`,
   ];
@@ -43,6 +44,7 @@ export function copyReportView(r: CopyReport) {
     credit_usage_rows: r.creditUsageRows,
     ledger_rows: r.ledgerRows,
     counted_rows: r.countedRows,
+    audit_entries: r.auditEntries,
     pruned_days: { days: p.days, totals_rows: p.totalsRows, requests: p.requests, credits: p.credits, raw_from: p.rawFrom },
     reservations_charged: r.reservationsCharged,
     cache: r.cache,
@@ -66,7 +68,8 @@ Moving from one node to replicas:
 
 Copies the keys (secret hashes: existing secrets keep working), teams, credit usage (budgets continue),
 every raw ledger row, the daily totals of ledger days pruned past ledger.retentionDays, open
-reservations (charged at their estimates as unsettled ledger rows) and, with --cache, the cache.
+reservations (charged at their estimates as unsettled ledger rows), every audit log entry and,
+with --cache, the cache.
 One transaction: a failure copies nothing. Refused when the database already holds keys, credit
 usage, reservations or ledger rows. Not copied, and counted in the output: rate-limit windows.`;
 

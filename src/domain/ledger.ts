@@ -64,7 +64,15 @@ export function abandonedCharge(r: Reservation): LedgerRow {
   };
 }
 
-export type UsageGroup = 'key' | 'day' | 'endpoint';
+/**
+ * How a usage report groups its rows. `team` is the key's team as it is now (api_keys.owner):
+ * ledger rows and daily totals carry only the key id, so a key that changed team moves all its
+ * usage with it; keys of no team (and key ids no longer held) form one group whose id is null.
+ */
+export type UsageGroup = 'key' | 'team' | 'day' | 'endpoint';
+
+/** Every grouping, in the order the CLI and the admin API list them. */
+export const USAGE_GROUPS: readonly UsageGroup[] = ['key', 'team', 'day', 'endpoint'];
 
 export const DAY_MS = 86_400_000;
 
@@ -75,8 +83,10 @@ export const dayOf = (ts: number): number => Math.floor(ts / DAY_MS);
 export const keepRawFromDay = (now: number, retentionDays: number | null): number | null => (retentionDays === null ? null : dayOf(now) - retentionDays);
 
 export interface UsageRow {
-  id: string;
-  name: string;
+  /** The key id, team, day (`YYYY-MM-DD`) or endpoint; null only for `team`'s group of keys without a team. */
+  id: string | null;
+  /** The key's name; for the other groupings the id again. */
+  name: string | null;
   requests: number;
   cache_hits: number;
   credits: number;

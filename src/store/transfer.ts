@@ -101,6 +101,17 @@ export interface CountedRecord {
   readonly creditsSaved: number;
 }
 
+/** An entry of the audit log as stored: `before` and `after` as their JSON text, null when absent. */
+export interface AuditRecord {
+  readonly id: string;
+  readonly ts: number;
+  readonly actor: string;
+  readonly action: string;
+  readonly target: string;
+  readonly before: string | null;
+  readonly after: string | null;
+}
+
 export interface CacheSource {
   /** Every entry, `batchRows` at a time. */
   entries(batchRows: number): Iterable<CacheRecord[]>;
@@ -126,6 +137,8 @@ export interface InstallationSource {
   rawFromDay(): number;
   /** The daily totals of the days before rawFromDay() (DailyTotalsRecord) beyond their raw rows and counted groups still held, oldest first. */
   prunedTotals(batchRows: number): Iterable<DailyTotalsRecord[]>;
+  /** Every audit log entry, oldest first. */
+  audit(batchRows: number): Iterable<AuditRecord[]>;
   /** Rate-limit windows held (they are not copied: the shared backend counts in Redis). */
   rateWindows(): number;
   /** The response cache, when it was asked for; null otherwise. */
@@ -144,6 +157,8 @@ export interface CopyReport {
   readonly ledgerRows: number;
   /** Counted groups of zero-credit requests (per minute, key, endpoint and outcome). */
   readonly countedRows: number;
+  /** Audit log entries, every one, as they were (ids, times, actors, before and after). */
+  readonly auditEntries: number;
   /** Days known only by their daily totals (pruned past the retention), copied as such. */
   readonly prunedDays: PrunedDaysCopied;
   /** Open reservations, charged at their estimates as unsettled ledger rows. */

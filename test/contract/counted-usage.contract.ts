@@ -4,23 +4,26 @@ import type { BackendFactory } from './backends.js';
 import { DAY, row, T0, withHandle } from './support.js';
 
 const MINUTE = 60_000;
-const GROUPS: UsageGroup[] = ['key', 'day', 'endpoint'];
+// By team every key here is of none (key_a and key_b are not created): the null group; team-usage.contract.ts has teams.
+const GROUPS: UsageGroup[] = ['key', 'team', 'day', 'endpoint'];
 
 /** The report a ledger of one row per request would give for `rows` over [from, to): the model. */
 function model(rows: readonly LedgerRow[], from: number, to: number, by: UsageGroup): UsageRow[] {
-  const out = new Map<string, UsageRow>();
+  const out = new Map<string | null, UsageRow>();
   for (const r of rows) {
     if (r.ts < from || r.ts >= to) continue;
-    const id = by === 'key' ? r.keyId : by === 'endpoint' ? r.endpoint : new Date(r.ts).toISOString().slice(0, 10);
+    const id = by === 'team' ? null : by === 'key' ? r.keyId : by === 'endpoint' ? r.endpoint : new Date(r.ts).toISOString().slice(0, 10);
     const u = out.get(id) ?? { id, name: id, requests: 0, cache_hits: 0, credits: 0, credits_saved: 0, unsettled_credits: 0 };
     u.requests++;
     if (r.cache === 'HIT' || r.cache === 'STALE') u.cache_hits++;
     u.credits += r.credits;
     u.credits_saved += r.creditsSaved;
+    if (r.unsettled) u.unsettled_credits += r.credits;
     out.set(id, u);
   }
   const rowsOut = [...out.values()];
-  return by === 'key' ? rowsOut.sort((a, b) => b.credits - a.credits || b.requests - a.requests || (a.id < b.id ? -1 : 1)) : rowsOut.sort((a, b) => (a.id < b.id ? -1 : 1));
+  const byId = (a: UsageRow, b: UsageRow) => (a.id! < b.id! ? -1 : 1);
+  return by === 'key' || by === 'team' ? rowsOut.sort((a, b) => b.credits - a.credits || b.requests - a.requests || byId(a, b)) : rowsOut.sort(byId);
 }
 
 /** Hits, refusals and collapsed followers (nothing charged, nothing reserved) of two keys on three endpoints, one every 37 ms. */

@@ -3,6 +3,7 @@ import { FakeClock } from '../../src/domain/clock.js';
 import { UsageRangePruned, type LedgerRow, type UsageGroup, type UsageRow } from '../../src/domain/ledger.js';
 import type { BackendFactory, Handle } from './backends.js';
 import { countedUsageContract } from './counted-usage.contract.js';
+import { teamUsageContract } from './team-usage.contract.js';
 import { DAY, eventually, HOUR, row, sleep, T0, withHandle } from './support.js';
 
 const totals = (rows: UsageRow[]) => rows.map(({ id, requests, credits }) => ({ id, requests, credits }));
@@ -113,6 +114,7 @@ export function ledgerContract(factory: BackendFactory): void {
   });
 
   countedUsageContract(factory);
+  teamUsageContract(factory);
 
   describe(`Ledger retention contract: ${factory.name}`, () => {
     let h: Handle | undefined;
@@ -123,7 +125,7 @@ export function ledgerContract(factory: BackendFactory): void {
     /** A server on a fresh storage pruning every 20 ms, at 2026-01-01 10:00 on its fake clock. */
     const open = async (retentionDays: number | null) => (h = await factory.open({ clock: new FakeClock(T0), ledger: { retentionDays, pruneIntervalMs: 20 } }));
     const day0 = T0 - 10 * HOUR; // 2026-01-01 00:00 UTC
-    const groups: UsageGroup[] = ['key', 'day', 'endpoint'];
+    const groups: UsageGroup[] = ['key', 'team', 'day', 'endpoint'];
     /** Rows every 5 hours over `days` days: two keys, two endpoints, hits, misses, unsettled charges. */
     const history = (days: number): LedgerRow[] =>
       Array.from({ length: (days * 24) / 5 }, (_, i) =>

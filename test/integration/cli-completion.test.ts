@@ -54,7 +54,7 @@ describe('tollgate completion bash', () => {
     [['tollgate', 'keys', 'r'], ['rotate', 'revoke']],
     [['tollgate', 'keys', 'create', '--na'], ['--name']],
     [['tollgate', 'cache', 'purge', '--endpoint', 'profile'], ['profile', 'profile_posts']],
-    [['tollgate', 'usage', '--by', ''], ['key', 'day', 'endpoint']],
+    [['tollgate', 'usage', '--by', ''], ['key', 'team', 'day', 'endpoint']],
     [['tollgate', '--log-level', 'd'], ['debug']],
     // A global option and its value before the command: still completes the command's words.
     [['tollgate', '--data-dir', '/tmp', 'keys', 'list', '--j'], ['--json']],

@@ -64,7 +64,7 @@ describe('exit codes', () => {
     ['a missing required option', ['keys', 'create'], /required option '--name <name>' not specified/, 'USAGE_ERROR'],
     ['an extra argument', ['keys', 'show', 'a', 'b'], /too many arguments/, 'USAGE_ERROR'],
     ['an option without its value', ['usage', '--by'], /option '--by <group>' argument missing/, 'USAGE_ERROR'],
-    ['a value outside its choices', ['usage', '--by', 'month'], /Allowed choices are key, day, endpoint/, 'USAGE_ERROR'],
+    ['a value outside its choices', ['usage', '--by', 'month'], /Allowed choices are key, team, day, endpoint/, 'USAGE_ERROR'],
     ['a value that does not parse', ['keys', 'create', '--name', 'x', '--rate', '10/fortnight'], /--rate: '10\/fortnight' is not/, 'USAGE_ERROR'],
     // A group has no --json of its own: in JSON mode what is refused is that option.
     ['a command group without its command', ['keys'], /Usage: tollgate keys/, 'USAGE_ERROR', /^unknown option '--json'$/],

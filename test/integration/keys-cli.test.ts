@@ -68,7 +68,7 @@ describe('tollgate keys (limits, scopes, rotation)', () => {
     [['keys', 'update', 'key_nope'], /nothing to change/],
     [['keys', 'rotate', 'key_nope'], /no key with id/],
     [['keys', 'rotate', 'key_nope', '--overlap', 'soon'], /--overlap: expected a duration/],
-    [['usage', '--by', 'month'], /option '--by <group>' argument 'month' is invalid\. Allowed choices are key, day, endpoint\./],
+    [['usage', '--by', 'month'], /option '--by <group>' argument 'month' is invalid\. Allowed choices are key, team, day, endpoint\./],
     [['usage', '--from', 'yesterday'], /--from: expected an ISO 8601/],
   ])('%j fails with a clear message', async (args, message) => {
     const r = await cli(...args);

@@ -5,6 +5,7 @@ import { PERIODS, PROVIDER_SCOPE } from '../../src/domain/credits.js';
 import type { UsageGroup, UsageRow } from '../../src/domain/ledger.js';
 import { PgResponseCache } from '../../src/store/postgres/cache.js';
 import { PgCredits } from '../../src/store/postgres/credits.js';
+import { PgAudit } from '../../src/store/postgres/audit.js';
 import { PgKeys } from '../../src/store/postgres/keys.js';
 import { PgTeams } from '../../src/store/postgres/teams.js';
 import { teamScope } from '../../src/domain/teams.js';
@@ -46,7 +47,7 @@ const migrateData = (env: Record<string, string>, ...extra: string[]) => runCli(
 
 /** Every row of the copied tables, in one order: what "changes nothing" compares. */
 async function contents(pool: Pool): Promise<unknown[]> {
-  const tables = ['api_keys ORDER BY id', 'credit_usage ORDER BY scope, period, start', 'reservations ORDER BY request_id', 'ledger ORDER BY request_id', 'usage_minute ORDER BY minute, key_id, endpoint, cache, status, code', 'usage_daily ORDER BY day, key_id, endpoint', 'ledger_meta ORDER BY name', 'cache_entries ORDER BY key', 'cache_counters ORDER BY name'];
+  const tables = ['api_keys ORDER BY id', 'credit_usage ORDER BY scope, period, start', 'reservations ORDER BY request_id', 'ledger ORDER BY request_id', 'usage_minute ORDER BY minute, key_id, endpoint, cache, status, code', 'usage_daily ORDER BY day, key_id, endpoint', 'ledger_meta ORDER BY name', 'cache_entries ORDER BY key', 'cache_counters ORDER BY name', 'audit_log ORDER BY ts, id'];
   const out: unknown[] = [];
   for (const t of tables) out.push((await pool.query(`SELECT * FROM ${t}`)).rows);
   return out;
@@ -83,6 +84,12 @@ describe('tollgate migrate-data', () => {
       for (const period of PERIODS) expect(await credits.used(scope, period, inst.now), `${scope} ${period}`).toBe(expected.credits.used(scope, period, inst.now));
     }
     expect(await credits.reserved(inst.keyIds[1]!)).toBe(0);
+
+    // The audit log: every entry as it was (id, time, actor, action, target, before and after).
+    const sqliteAudit = await expected.audit.list({ limit: 1_000 });
+    expect(sqliteAudit.entries.map((e) => e.action)).toEqual(expect.arrayContaining(['key.create', 'key.rotate', 'team.set']));
+    expect(report.audit_entries).toBe(sqliteAudit.entries.length);
+    expect(await new PgAudit(pool, clock).list({ limit: 1_000 })).toEqual(sqliteAudit);
 
     // The ledger: every raw row, and the daily totals of the days pruned past the retention with
     // the mark of the first day held raw: every usage report answers (or is refused) as in SQLite.
@@ -169,5 +176,8 @@ describe('tollgate migrate-data', () => {
     const ok = await migrateData(env, '--cache');
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/keys: +2 /);
+    const entries = (await pool.query('SELECT count(*)::int AS n FROM audit_log')).rows[0].n;
+    expect(entries).toBeGreaterThan(0);
+    expect(ok.stdout).toMatch(new RegExp(`^  audit log entries: +${entries} \\(every admin change`, 'm'));
   });
 });

@@ -86,7 +86,8 @@ function expected(rows: readonly LedgerRow[], from: number, to: number, by: Usag
     groups.set(id, g);
   }
   const sorted = [...groups.values()];
-  return by === 'key' ? sorted.sort((a, b) => b.credits - a.credits || b.requests - a.requests || (a.id < b.id ? -1 : 1)) : sorted.sort((a, b) => (a.id < b.id ? -1 : 1));
+  const byId = (a: UsageRow, b: UsageRow) => (a.id! < b.id! ? -1 : 1);
+  return by === 'key' ? sorted.sort((a, b) => b.credits - a.credits || b.requests - a.requests || byId(a, b)) : sorted.sort(byId);
 }
 
 /** Every whole-day range [a, b) within the first `days` days, in every grouping. */

@@ -15,7 +15,7 @@ import { type LedgerRow, UsageRangePruned, type UsageGroup, type UsageRow } from
 
 const T0 = Date.UTC(2026, 2, 1);
 const DAYS = 6;
-const GROUPS: UsageGroup[] = ['key', 'day', 'endpoint'];
+const GROUPS: UsageGroup[] = ['key', 'team', 'day', 'endpoint'];
 
 /**
  * Every request as stored before rollups: the raw rows, and the counted groups of zero-credit
@@ -28,6 +28,7 @@ const STORED = `SELECT key_id, ts, endpoint, 1 AS requests, COALESCE(cache IN ('
 function naive(db: DB, from: number, to: number, by: UsageGroup): UsageRow[] {
   const g = {
     key: { id: 'l.key_id', name: 'COALESCE(k.name, l.key_id)' },
+    team: { id: 'k.owner', name: 'k.owner' },
     day: { id: "strftime('%Y-%m-%d', l.ts / 1000, 'unixepoch')", name: "strftime('%Y-%m-%d', l.ts / 1000, 'unixepoch')" },
     endpoint: { id: 'l.endpoint', name: 'l.endpoint' },
   }[by];
@@ -36,7 +37,7 @@ function naive(db: DB, from: number, to: number, by: UsageGroup): UsageRow[] {
       `SELECT ${g.id} AS id, ${g.name} AS name, SUM(l.requests) AS requests, SUM(l.cache_hits) AS cache_hits,
          SUM(l.credits) AS credits, SUM(l.credits_saved) AS credits_saved, SUM(l.unsettled_credits) AS unsettled_credits
        FROM (${STORED}) l LEFT JOIN api_keys k ON k.id = l.key_id
-       WHERE l.ts >= ? AND l.ts < ? GROUP BY 1 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`,
+       WHERE l.ts >= ? AND l.ts < ? GROUP BY 1 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : by === 'team' ? 'credits DESC, requests DESC, id NULLS LAST' : 'id'}`,
     )
     .all(from, to);
 }
@@ -132,6 +133,10 @@ const rangeArb = fc.tuple(boundary, boundary, fc.boolean(), fc.boolean()).map(([
 
 function withDb<T>(fn: (db: DB) => T): T {
   const db = openDatabase(':memory:', MAIN_MIGRATIONS);
+  // key_a and key_b of two teams, key_c of none: by team, two named groups and the null one.
+  const key = db.prepare("INSERT INTO api_keys (id, name, owner, prefix, secret_hash, created_at, updated_at) VALUES (?, ?, ?, 'tg_x', ?, 0, 0)");
+  key.run('key_a', 'a', 'growth', 'hash_a');
+  key.run('key_b', 'b', 'data', 'hash_b');
   try {
     return fn(db);
   } finally {

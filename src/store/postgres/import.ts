@@ -2,7 +2,8 @@ import type { Pool, PoolClient } from 'pg';
 import { PERIODS, periodStart, PROVIDER_SCOPE } from '../../domain/credits.js';
 import { abandonedCharge, DAY_MS, type LedgerRow } from '../../domain/ledger.js';
 import { StartupError } from '../../domain/startup-error.js';
-import type { CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, PrunedDaysCopied, TeamRecord } from '../transfer.js';
+import type { CacheSource, InstallationSource, PrunedDaysCopied } from '../transfer.js';
+import { AUDIT_COLUMNS, CACHE_COLUMNS, COUNTED_COLUMNS, DAILY_COLUMNS, insertAll, insertRows, KEY_COLUMNS, LEDGER_COLUMNS, TEAM_COLUMNS, USAGE_COLUMNS } from './import-columns.js';
 import { NOTIFY_SQL } from './change-feed.js';
 import { teamScope } from '../../domain/teams.js';
 import { inTransaction } from './pool.js';
@@ -10,128 +11,13 @@ import { inTransaction } from './pool.js';
 /** Rows per INSERT: one statement of column arrays each (unnest), a few hundred kB at most. */
 export const IMPORT_BATCH_ROWS = 1_000;
 
-/** A column of an INSERT … SELECT FROM unnest(…): its name, its array's element type, its value in a row. */
-interface Column<R> {
-  readonly name: string;
-  readonly type: string;
-  readonly value: (r: R) => unknown;
-  /** Cast from the array's type to the column's (jsonb arrives as text). */
-  readonly cast?: string;
-}
-
-const col = <R>(name: string, type: string, value: (r: R) => unknown, cast?: string): Column<R> => ({ name, type, value, cast });
-const json = (v: readonly string[] | null): string | null => (v === null ? null : JSON.stringify(v));
-
-const KEY_COLUMNS: Column<KeyRecord>[] = [
-  col('id', 'text', (k) => k.id),
-  col('name', 'text', (k) => k.name),
-  col('owner', 'text', (k) => k.owner),
-  col('prefix', 'text', (k) => k.prefix),
-  col('secret_hash', 'text', (k) => k.secretHash),
-  col('prev_secret_hash', 'text', (k) => k.prevSecretHash),
-  col('prev_expires_at', 'bigint', (k) => k.prevExpiresAt),
-  col('created_at', 'bigint', (k) => k.createdAt),
-  col('updated_at', 'bigint', (k) => k.updatedAt),
-  col('expires_at', 'bigint', (k) => k.expiresAt),
-  col('revoked_at', 'bigint', (k) => k.revokedAt),
-  col('last_used_at', 'bigint', (k) => k.lastUsedAt),
-  col('rate', 'text', (k) => k.rate),
-  col('credits', 'text', (k) => k.credits),
-  col('endpoints', 'text', (k) => json(k.endpoints), 'jsonb'),
-  col('strategies', 'text', (k) => json(k.strategies), 'jsonb'),
-  col('cache_isolated', 'boolean', (k) => k.cacheIsolated),
-];
-
-const TEAM_COLUMNS: Column<TeamRecord>[] = [col('name', 'text', (t) => t.name), col('credits', 'text', (t) => t.credits), col('created_at', 'bigint', (t) => t.createdAt), col('updated_at', 'bigint', (t) => t.updatedAt)];
-
-const USAGE_COLUMNS: Column<CreditUsageRecord>[] = [
-  col('scope', 'text', (u) => u.scope),
-  col('period', 'text', (u) => u.period),
-  col('start', 'bigint', (u) => u.start),
-  col('used', 'bigint', (u) => u.used),
-];
-
-const LEDGER_COLUMNS: Column<LedgerRow>[] = [
-  col('request_id', 'text', (r) => r.requestId),
-  col('ts', 'bigint', (r) => r.ts),
-  col('key_id', 'text', (r) => r.keyId),
-  col('endpoint', 'text', (r) => r.endpoint),
-  col('identity', 'text', (r) => r.identity),
-  col('cache', 'text', (r) => r.cache),
-  col('status', 'integer', (r) => r.status),
-  col('code', 'text', (r) => r.code),
-  col('credits', 'bigint', (r) => r.credits),
-  col('credits_saved', 'bigint', (r) => r.creditsSaved),
-  col('upstream_ms', 'float8', (r) => r.upstreamMs),
-  col('total_ms', 'float8', (r) => r.totalMs),
-  col('upstream_request_id', 'text', (r) => r.upstreamRequestId),
-  col('unsettled', 'boolean', (r) => r.unsettled ?? false),
-];
-
-const DAILY_COLUMNS: Column<DailyTotalsRecord>[] = [
-  col('day', 'integer', (d) => d.day),
-  col('key_id', 'text', (d) => d.keyId),
-  col('endpoint', 'text', (d) => d.endpoint),
-  col('requests', 'bigint', (d) => d.requests),
-  col('cache_hits', 'bigint', (d) => d.cacheHits),
-  col('credits', 'bigint', (d) => d.credits),
-  col('credits_saved', 'bigint', (d) => d.creditsSaved),
-  col('unsettled_credits', 'bigint', (d) => d.unsettledCredits),
-];
-
-/** usage_minute's columns, each from the record's field of the same meaning. */
-const COUNTED_COLUMNS = (
-  [['minute', 'integer', 'minute'], ['key_id', 'text', 'keyId'], ['endpoint', 'text', 'endpoint'], ['cache', 'text', 'cache'], ['status', 'integer', 'status'],
-    ['code', 'text', 'code'], ['ts', 'bigint', 'ts'], ['requests', 'bigint', 'requests'], ['cache_hits', 'bigint', 'cacheHits'], ['credits_saved', 'bigint', 'creditsSaved']] as const
-).map(([name, type, field]) => col<CountedRecord>(name, type, (g) => g[field]));
-
-const CACHE_COLUMNS: Column<CacheRecord>[] = [
-  col('key', 'text', (e) => e.key),
-  col('endpoint', 'text', (e) => e.endpoint),
-  col('identity', 'text', (e) => e.identity),
-  col('status', 'integer', (e) => e.status),
-  col('data', 'text', (e) => e.data),
-  col('meta', 'text', (e) => e.meta),
-  col('error_code', 'text', (e) => e.errorCode),
-  col('error_message', 'text', (e) => e.errorMessage),
-  col('stored_at', 'bigint', (e) => e.storedAt),
-  col('fresh_as_of', 'bigint', (e) => e.freshAsOf),
-  col('credits', 'bigint', (e) => e.credits),
-  col('size', 'bigint', (e) => e.size),
-  col('last_access', 'bigint', (e) => e.lastAccess),
-  col('hits', 'bigint', (e) => e.hits),
-];
-
-/**
- * `rows` in one statement: an array per column, unnested. Columns are named, so a table with
- * more columns (nullable or defaulted, added by a later migration) takes the rows as well.
- */
-async function insertRows<R>(c: PoolClient, table: string, columns: readonly Column<R>[], rows: readonly R[], tail = ''): Promise<string[]> {
-  const names = columns.map((x) => x.name).join(', ');
-  const picks = columns.map((x) => (x.cast ? `${x.name}::${x.cast}` : x.name)).join(', ');
-  const arrays = columns.map((x, i) => `$${i + 1}::${x.type}[]`).join(', ');
-  const r = await c.query<{ id: string }>(
-    `INSERT INTO ${table} (${names}) SELECT ${picks} FROM unnest(${arrays}) AS t(${names}) ${tail}`,
-    columns.map((x) => rows.map(x.value)),
-  );
-  return r.rows.map((x) => x.id);
-}
-
-async function insertAll<R>(c: PoolClient, table: string, columns: readonly Column<R>[], batches: Iterable<R[]>): Promise<number> {
-  let n = 0;
-  for (const rows of batches) {
-    await insertRows(c, table, columns, rows);
-    n += rows.length;
-  }
-  return n;
-}
-
 export interface ImportResult {
   keys: number;
   teams: number;
   creditUsageRows: number;
   ledgerRows: number;
   countedRows: number;
+  auditEntries: number;
   prunedDays: PrunedDaysCopied;
   reservationsCharged: { requests: number; credits: number };
   cache: { entries: number; bytes: number } | null;
@@ -162,11 +48,13 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
     const ledgerRows = await insertAll(c, 'ledger', LEDGER_COLUMNS, source.ledger(batchRows));
     const countedRows = await insertAll(c, 'usage_minute', COUNTED_COLUMNS, source.counted(batchRows));
     const prunedDays = await copyPrunedDays(c, source, batchRows);
+    // Every entry as it was (id, time, actor, before/after): the log reads the same on the replicas.
+    const auditEntries = await insertAll(c, 'audit_log', AUDIT_COLUMNS, source.audit(batchRows));
     const reservationsCharged = await chargeReservations(c, source.reservations().map(abandonedCharge), batchRows);
     const cache = source.cache ? await copyCache(c, source.cache, batchRows) : null;
     await c.query(NOTIFY_SQL, ['keys']);
     if (cache) await c.query(NOTIFY_SQL, ['cache']);
-    return { keys, teams, creditUsageRows, ledgerRows, countedRows, prunedDays, reservationsCharged, cache };
+    return { keys, teams, creditUsageRows, ledgerRows, countedRows, auditEntries, prunedDays, reservationsCharged, cache };
   });
 }
 

@@ -11,8 +11,22 @@ import { MINUTE_MS, UsageTally } from '../usage-tally.js';
 
 const GROUP: Record<UsageGroup, { id: string; name: string }> = {
   key: { id: 'u.key_id', name: 'COALESCE(k.name, u.key_id)' },
+  // The key's team now (the column kept its name `owner`); no team, or no key row: NULL, one group.
+  team: { id: 'k.owner', name: 'k.owner' },
   day: { id: "to_char(date '1970-01-01' + u.day, 'YYYY-MM-DD')", name: "to_char(date '1970-01-01' + u.day, 'YYYY-MM-DD')" },
   endpoint: { id: 'u.endpoint', name: 'u.endpoint' },
+};
+
+/**
+ * Most credits first for keys and teams, the others by id. Team names are free text: compared
+ * byte-wise (COLLATE "C"), as SQLite does, so both backends list teams in one order (an output
+ * column is named bare in ORDER BY, so the team is named by its column here).
+ */
+const ORDER: Record<UsageGroup, string> = {
+  key: 'credits DESC, requests DESC, id',
+  team: 'credits DESC, requests DESC, k.owner COLLATE "C" NULLS LAST',
+  day: 'id',
+  endpoint: 'id',
 };
 
 /**
@@ -37,7 +51,7 @@ const usageSql = (g: { id: string; name: string }, by: UsageGroup) => `WITH u (d
   SELECT ${g.id} AS id, ${g.name} AS name, SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
     SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits
   FROM u LEFT JOIN api_keys k ON k.id = u.key_id
-  GROUP BY 1, 2 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`;
+  GROUP BY 1, 2 ORDER BY ${ORDER[by]}`;
 
 const USAGE_SQL = Object.fromEntries((Object.keys(GROUP) as UsageGroup[]).map((by) => [by, usageSql(GROUP[by], by)])) as Record<UsageGroup, string>;
 
@@ -111,8 +125,8 @@ export class PgLedger implements Ledger {
     const mark = await this.pool.query<{ value: string }>("SELECT value FROM ledger_meta WHERE name = 'raw_from_day'");
     checkRange(from, to, Number(mark.rows[0]?.value ?? 0));
     return r.rows.map((x) => ({
-      id: x.id,
-      name: x.name,
+      id: x.id as string | null,
+      name: x.name as string | null,
       requests: Number(x.requests),
       cache_hits: Number(x.cache_hits),
       credits: Number(x.credits),

@@ -1,5 +1,5 @@
 import type { LedgerRow, Reservation } from '../../domain/ledger.js';
-import type { CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, TeamRecord } from '../transfer.js';
+import type { AuditRecord, CacheRecord, CacheSource, CountedRecord, CreditUsageRecord, DailyTotalsRecord, InstallationSource, KeyRecord, TeamRecord } from '../transfer.js';
 import type { DB } from './db.js';
 import type { KeyRow } from './key-rows.js';
 import { DAY_MS } from './ledger-rows.js';
@@ -167,6 +167,10 @@ export class InstallationReader implements InstallationSource {
       WHERE d.day < ${rawFrom} AND d.requests > COALESCE(r.requests, 0)
       ORDER BY d.day, d.key_id, d.endpoint`;
     return batches<DailyTotalsRecord, DailyTotalsRecord>(this.main, sql, n, (r) => r);
+  }
+
+  audit(n: number): Iterable<AuditRecord[]> {
+    return batches<AuditRecord, AuditRecord>(this.main, 'SELECT id, ts, actor, action, target, before, after FROM audit_log ORDER BY ts, id', n, (r) => r);
   }
 
   rateWindows(): number {

@@ -9,8 +9,18 @@ export { UsageRangePruned, type UsageGroup, type UsageRow };
 
 const GROUP_SQL: Record<UsageGroup, { id: string; name: string }> = {
   key: { id: 'u.key_id', name: 'COALESCE(k.name, u.key_id)' },
+  // The key's team now (the column kept its name `owner`); no team, or no key row: NULL, one group.
+  team: { id: 'k.owner', name: 'k.owner' },
   day: { id: "strftime('%Y-%m-%d', u.day * 86400, 'unixepoch')", name: "strftime('%Y-%m-%d', u.day * 86400, 'unixepoch')" },
   endpoint: { id: 'u.endpoint', name: 'u.endpoint' },
+};
+
+/** Most credits first for keys and teams (the no-team group after the named ones on a tie); the others by id. */
+const ORDER: Record<UsageGroup, string> = {
+  key: 'credits DESC, requests DESC, id',
+  team: 'credits DESC, requests DESC, id NULLS LAST',
+  day: 'id',
+  endpoint: 'id',
 };
 
 const RAW = `SELECT ts / ${DAY_MS}, key_id, endpoint, COUNT(*), SUM(cache IS 'HIT' OR cache IS 'STALE'), SUM(credits), SUM(credits_saved), SUM(credits * unsettled)
@@ -44,7 +54,7 @@ export function usageStatement(from: number, to: number, by: UsageGroup): ReadSt
   SELECT ${sql.id} AS id, ${sql.name} AS name, SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
     SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits
   FROM u LEFT JOIN api_keys k ON k.id = u.key_id
-  GROUP BY 1 ORDER BY ${by === 'key' ? 'credits DESC, requests DESC, id' : 'id'}`,
+  GROUP BY 1 ORDER BY ${ORDER[by]}`,
     params: [s.fromDay, s.toDay, ...s.raw.flatMap(([a, b]) => [a, b, minuteOf(a), minuteOf(b - 1), a, b])],
     mode: 'all',
   };
@@ -66,7 +76,7 @@ export function usageResult(from: number, to: number, results: readonly unknown[
   return results[1] as UsageRow[];
 }
 
-/** Totals per key, UTC day or endpoint for `from` ≤ ts < `to`; read-only, for the CLI too. */
+/** Totals per key, team, UTC day or endpoint for `from` ≤ ts < `to`; read-only, for the CLI too. */
 export function queryUsage(db: DB, from: number, to: number, by: UsageGroup): UsageRow[] {
   return usageResult(from, to, readAll(db, [RAW_FROM_DAY, usageStatement(from, to, by)]));
 }
