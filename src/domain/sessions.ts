@@ -56,3 +56,42 @@ export function sameSecret(given: string, expected: string): boolean {
 export function sessionActor(idHash: string): string {
   return `dashboard:${idHash.slice(0, 8)}`;
 }
+
+/** The session id a Cookie header carries, or null (none, or not of a session id's shape). */
+export function sessionCookie(header: string | undefined): string | null {
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== SESSION_COOKIE) continue;
+    const v = part.slice(eq + 1).trim();
+    if (isSessionId(v)) return v;
+  }
+  return null;
+}
+
+/** The request headers the same-origin check reads. */
+export interface OriginHeaders {
+  readonly host?: string | undefined;
+  readonly origin?: string | undefined;
+  readonly 'sec-fetch-site'?: string | string[] | undefined;
+}
+
+/**
+ * Whether a browser says the request came from another site: Sec-Fetch-Site other than
+ * same-origin or none (a typed URL, a bookmark), or an Origin whose host is not the one the
+ * request was sent to. Browsers send at least one of them on every POST; a request carrying
+ * neither is no browser's, and so no forgery made through a victim's browser.
+ */
+export function crossSite(h: OriginHeaders): boolean {
+  const site = h['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return true;
+  if (h.origin === undefined) return false;
+  try {
+    const origin = new URL(h.origin);
+    if (origin.protocol !== 'http:' && origin.protocol !== 'https:') return true;
+    // The Host header normalised as the Origin's scheme would write it (a default port dropped).
+    return h.host === undefined || origin.host !== new URL(`${origin.protocol}//${h.host}`).host;
+  } catch {
+    return true; // "null" (a sandboxed page, a redirect across origins) or garbage
+  }
+}
