@@ -138,6 +138,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     domain: config.network.domain,
     admission: gateway.admission,
     accounting: gateway.accounting,
+    breakerState: () => upstream.breakerState(),
     ops: {
       metrics,
       metricsToken: config.metrics.token,

@@ -84,6 +84,7 @@ export async function startReplicas(opts: { claims: readonly CallClaims[]; herd?
       domain: config.network.domain,
       admission: parts.admission,
       accounting: parts.accounting,
+      breakerState: () => upstream.breakerState(),
       ops: {
         metrics: replicaMetrics,
         metricsToken: null,
