@@ -91,7 +91,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
   // Failed-authentication counters are this process's own, in memory, whatever the backend (admission.ts).
   const addresses = new WindowCounters(clock);
-  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses });
+  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses, onUnclaimedCall: (reason) => metrics.observeUnclaimedCall(reason) });
   const costs = (): EmbeddedCosts =>
     onlyEmbedded((b) => ({
       ledger: b.ledger,
@@ -138,6 +138,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     domain: config.network.domain,
     admission: gateway.admission,
     accounting: gateway.accounting,
+    breakerState: () => upstream.breakerState(),
     ops: {
       metrics,
       metricsToken: config.metrics.token,

@@ -1,57 +1,23 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { failure, type Failure } from '../domain/errors.js';
-import type { Clock } from '../domain/clock.js';
-import type { Config } from '../config.js';
-import type { Accounting } from '../gateway/accounting.js';
-import { authRateLimited, type Admission } from '../gateway/admission.js';
+import type { FastifyInstance } from 'fastify';
+import { failure } from '../domain/errors.js';
+import { authRateLimited } from '../gateway/admission.js';
 import { purgeFilter } from '../domain/purge-filter.js';
-import type { StorageBackend } from '../store/backend.js';
+import type { AdminDeps } from './deps.js';
+import { bodyOf, Refusal, send, sendFailure } from './reply.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
-import { usageGroup, usageWindow } from './usage.js';
+import { registerUsageRoutes } from './usage-routes.js';
 import { budgetsView, listTeams, setTeam, showTeam } from './teams.js';
 import { cacheStatsView } from './cache.js';
 import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
-import { sendFailure as sendAnswerFailure } from '../http/fastify-reply.js';
-import { USAGE_GROUPS, UsageRangePruned } from '../domain/ledger.js';
 import { ADMIN_API_ACTOR, purgeChange } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
 import { crossSite, sessionCookie } from '../domain/sessions.js';
 
-export interface AdminDeps {
-  readonly config: Readonly<Config>;
-  /** Keys and teams, the response cache (whose purge never stalls the server), the usage ledger and the audit log. */
-  readonly backend: Pick<StorageBackend, 'keys' | 'teams' | 'cache' | 'ledger' | 'audit'>;
-  readonly admission: Admission;
-  readonly accounting: Accounting;
-  readonly clock: Clock;
-}
+export type { AdminDeps } from './deps.js';
 
 /** `owner`: the deprecated name of `team`, accepted on input until the next release (README "Teams"). */
 const KEY_FIELDS = new Set(['name', 'team', 'owner', 'rate', 'credits', 'endpoints', 'strategies', 'expires_at', 'cache_isolated']);
-
-/** A refusal travels as a thrown value inside a handler and becomes the error envelope. */
-class Refusal {
-  constructor(readonly f: Failure) {}
-}
-
-function send(reply: FastifyReply, status: number, body: unknown) {
-  return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(JSON.stringify(body));
-}
-
-/** Admin answers are never cached by intermediaries. */
-function sendFailure(reply: FastifyReply, f: Failure, extra?: Record<string, string>) {
-  return sendAnswerFailure(reply, f, { ...extra, 'cache-control': 'no-store' });
-}
-
-function bodyOf(request: FastifyRequest, allowed: ReadonlySet<string>): Record<string, unknown> {
-  const b = request.body ?? {};
-  if (typeof b !== 'object' || Array.isArray(b) || b === null) throw new Refusal(failure('INVALID_PARAMETER', 'The request body must be a JSON object.'));
-  for (const k of Object.keys(b)) {
-    if (!allowed.has(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown field '${k}'; allowed: ${[...allowed].join(', ')}.`));
-  }
-  return b as Record<string, unknown>;
-}
 
 /**
  * The admin API under /admin (Bearer admin token). Disabled — not registered, so /admin/*
@@ -97,7 +63,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         return sendFailure(reply, failure('INTERNAL_ERROR'));
       });
 
-      const { keys, teams, cache, ledger, audit } = deps.backend;
+      const { keys, teams, cache, audit } = deps.backend;
       // Who every change made here is by, in the audit log (a label option for the token is pending).
       const actor = ADMIN_API_ACTOR;
       const now = () => deps.clock.now();
@@ -156,19 +122,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         return send(reply, 200, await mustShow(t.name));
       });
 
-      admin.get<{ Querystring: Record<string, string | undefined> }>('/usage', async (request, reply) => {
-        const q = request.query;
-        for (const k of Object.keys(q)) if (!['from', 'to', 'by'].includes(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown parameter '${k}'; allowed: from, to, by.`));
-        const by = usageGroup(q.by);
-        if (!by) throw new Refusal(failure('INVALID_PARAMETER', `by: expected ${USAGE_GROUPS.join(', ')}.`));
-        const w = usageWindow(q.from, q.to, now());
-        if (typeof w === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${w}.`));
-        // Read by the ledger's worker thread: a report over a large ledger never stalls the gateway.
-        const rows = await ledger.report(w.from, w.to, by).catch((err: unknown) => {
-          throw err instanceof UsageRangePruned ? new Refusal(failure('INVALID_PARAMETER', `${err.message}.`)) : err;
-        });
-        return send(reply, 200, { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), by, rows });
-      });
+      registerUsageRoutes(admin, deps);
 
       admin.get('/budget', async (_request, reply) => send(reply, 200, { provider: budgetsView(await deps.accounting.providerStates(now())) }));
 

@@ -28,3 +28,18 @@ export function usageGroup(by: string | undefined): UsageGroup | null {
   const g = by ?? 'key';
   return (USAGE_GROUPS as readonly string[]).includes(g) ? (g as UsageGroup) : null;
 }
+
+/**
+ * The groupings named by `by`, a comma list such as `team,day` (default: key), or an error
+ * message: each a grouping, none twice.
+ */
+export function usageGroups(by: string | undefined): UsageGroup[] | string {
+  const names = (by ?? 'key').split(',').map((s) => s.trim());
+  const bad = names.find((n) => !(USAGE_GROUPS as readonly string[]).includes(n));
+  if (bad !== undefined) return `by: expected ${USAGE_GROUPS.join(', ')}`;
+  if (new Set(names).size !== names.length) return 'by: a grouping is named twice';
+  return names as UsageGroup[];
+}
+
+/** An instant as the export's file name carries it: ISO 8601 basic format to the second (no colons), `20260131T000000Z`. */
+export const compactTime = (t: number): string => new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '');

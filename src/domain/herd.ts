@@ -47,3 +47,7 @@ export function storedAnswers(need: PolicyRequest, entry: EntryFacts, now: numbe
   if (decide(need, entry, at, cfg).action === 'hit') return true;
   return need.strategy === 'fetch' && entry.freshAsOf !== null && entry.freshAsOf >= arrivedAt - CLOCK_SKEW_MS;
 }
+
+/** Why a provider call went without a replicas' claim: the claims' store failed, or the wait for another replica's call ran out. */
+export type UnclaimedReason = 'store_unavailable' | 'wait_exhausted';
+export const UNCLAIMED_REASONS: readonly UnclaimedReason[] = ['store_unavailable', 'wait_exhausted'];

@@ -96,6 +96,25 @@ export interface UsageRow {
 }
 
 /**
+ * Usage per UTC day, key and endpoint (Ledger.breakdown): the finest grouping every report is a
+ * sum of. `team` and `key_name` are the key's as they are now (as the `team` report's); both
+ * null for a key id no longer held.
+ */
+export interface UsageDetail {
+  /** `YYYY-MM-DD`, UTC. */
+  day: string;
+  key_id: string;
+  key_name: string | null;
+  team: string | null;
+  endpoint: string;
+  requests: number;
+  cache_hits: number;
+  credits: number;
+  credits_saved: number;
+  unsettled_credits: number;
+}
+
+/**
  * A usage range one of whose edges falls inside a UTC day whose raw rows were pruned: only
  * that day's totals survive, so the part of the day inside the range cannot be told apart.
  */

@@ -8,6 +8,7 @@ import { StorageUnavailable } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission, type AddressCounters } from './admission.js';
 import { Fetcher, type Provider } from './fetcher.js';
+import type { UnclaimedReason } from '../domain/herd.js';
 import { CLAIM_TTL_MS, ReplicaHerd, type HerdSettings } from './replica-herd.js';
 
 /** The pipeline's parts with state: who may call (admission), what it costs (accounting), the provider calls in flight. */
@@ -25,6 +26,8 @@ export interface GatewayDeps {
   readonly addresses: AddressCounters;
   /** The claims' timing (replica-herd.ts), when not the default: tests shorten it. */
   readonly herd?: Partial<HerdSettings>;
+  /** Each provider call made without a replicas' claim (metrics: tollgate_herd_unclaimed_calls_total). */
+  readonly onUnclaimedCall?: (reason: UnclaimedReason) => void;
 }
 
 /** The pipeline's parts over a backend's ports, configured: the one place the gateway is put together. */
@@ -51,6 +54,7 @@ export function assembleGateway(
   const herd = new ReplicaHerd(stores.claims, stores.cache, deps.clock, config.cache, herdSettings(config, deps.herd), {
     unavailable: (err) => logger.warn({ err: err.message }, 'provider-call claims unavailable; replicas call the provider without merging their identical misses'),
     available: () => logger.info({}, 'provider-call claims available again'),
+    unclaimed: (reason) => deps.onUnclaimedCall?.(reason),
   });
   const onStoreError = (err: Error) => {
     if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { CacheEntry } from '../domain/cache-entry.js';
 import type { CachePolicyConfig, PolicyRequest } from '../domain/cache-policy.js';
 import type { Clock } from '../domain/clock.js';
-import { afterWait } from '../domain/herd.js';
+import { afterWait, type UnclaimedReason } from '../domain/herd.js';
 import { isPromise, type CallClaims, type Claimed, type ResponseCache } from '../store/ports.js';
 import type { Freshness } from './coalesce.js';
 
@@ -46,12 +46,18 @@ export interface HerdEvents {
   unavailable(err: Error): void;
   /** They can again. */
   available(): void;
+  /**
+   * A provider call made without a claim, so possibly beside another replica's identical one:
+   * the claims could not be asked for, or the wait for another replica's call ran out.
+   */
+  unclaimed(reason: UnclaimedReason): void;
 }
+
 
 /** After claims failed, requests call without asking for this long, so that a Redis gone away costs one timeout per burst, not per miss. */
 const RETRY_CLAIMS_AFTER_MS = 2_000;
 
-const noEvents: HerdEvents = { unavailable() {}, available() {} };
+const noEvents: HerdEvents = { unavailable() {}, available() {}, unclaimed() {} };
 
 /**
  * One provider call for identical misses on several replicas (issue #13). The in-process
@@ -86,14 +92,14 @@ export class ReplicaHerd {
     const started = performance.now();
     let waited = false;
     for (;;) {
-      if (performance.now() < this.skipUntil) return unclaimed(waited);
+      if (performance.now() < this.skipUntil) return this.unclaimed(waited, 'store_unavailable');
       let got: Claimed;
       try {
         const c = this.claims.claim(key, owner, claimTtlMs);
         got = isPromise(c) ? await c : c;
       } catch (err) {
         this.failed(err as Error);
-        return unclaimed(waited);
+        return this.unclaimed(waited, 'store_unavailable');
       }
       this.succeeded();
       if (got === 'free' || (got === 'released' && waited)) return this.held(key, owner, waited);
@@ -110,7 +116,7 @@ export class ReplicaHerd {
       await this.claims.released(key, Math.max(0, maxWaitMs - (performance.now() - started)));
       const entry = await this.storedMeanwhile(miss, started, maxWaitMs);
       if (entry) return { kind: 'answered', entry };
-      if (performance.now() - started >= maxWaitMs) return unclaimed(waited);
+      if (performance.now() - started >= maxWaitMs) return this.unclaimed(waited, 'wait_exhausted');
     }
   }
 
@@ -151,6 +157,11 @@ export class ReplicaHerd {
     };
   }
 
+  private unclaimed(waited: boolean, reason: UnclaimedReason): HerdLead {
+    this.events.unclaimed(reason);
+    return { kind: 'lead', waited, end: async () => {} };
+  }
+
   private failed(err: Error): void {
     this.skipUntil = performance.now() + RETRY_CLAIMS_AFTER_MS;
     if (this.failing) return;
@@ -166,10 +177,6 @@ export class ReplicaHerd {
 }
 
 /** A call made without a claim: nothing to let go. */
-function unclaimed(waited: boolean): HerdLead {
-  return { kind: 'lead', waited, end: async () => {} };
-}
-
 /**
  * The claim of a call: its cache key and the freshness it is made with, as in-process flights
  * are. Only identical calls share a claim, so a fetch never waits behind a cached call (it

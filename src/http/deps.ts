@@ -12,4 +12,6 @@ export interface ServerDeps extends LookupDeps {
   readonly logger: Logger;
   /** Health, readiness, metrics and the shutdown drain (src/http/ops-routes.ts). */
   readonly ops: OpsDeps;
+  /** The upstream breaker's state, for the admin overview (/readyz reads it through ops). */
+  breakerState(): string;
 }

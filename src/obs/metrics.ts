@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { endpointByPath } from '../domain/endpoints.js';
+import { UNCLAIMED_REASONS, type UnclaimedReason } from '../domain/herd.js';
 import type { UpstreamObserver } from '../upstream/types.js';
 import { registerGauges, type MetricsSources } from './metric-gauges.js';
 import { ANONYMOUS_REFUSALS, CACHE_STATUSES, CLIENT_ERROR_REASONS, KEYED_REFUSALS, LIMITED_ENDPOINTS, LOOKUP_ENDPOINTS, PROVIDER_STATUSES, grid } from './metric-labels.js';
@@ -78,6 +79,7 @@ export class Metrics {
   private readonly coalesced;
   private readonly refused;
   private readonly clientErrors;
+  private readonly unclaimedCalls;
 
   /** For UpstreamClient's deps: one observation per provider attempt, retries included. */
   readonly upstreamObserver: UpstreamObserver = {
@@ -157,6 +159,12 @@ export class Metrics {
       labelNames: ['reason'],
       registers,
     });
+    this.unclaimedCalls = new Counter({
+      name: 'tollgate_herd_unclaimed_calls_total',
+      help: "Provider calls made without a replicas' claim (possibly beside another replica's identical call), by reason.",
+      labelNames: ['reason'],
+      registers,
+    });
     registerGauges(registers, () => this.sources);
     this.seed();
   }
@@ -185,6 +193,10 @@ export class Metrics {
     if (o.errorCode && REFUSAL_CODES.has(o.errorCode)) {
       this.refused.inc({ endpoint: o.endpoint, reason: o.errorCode.toLowerCase(), ...key });
     }
+  }
+
+  observeUnclaimedCall(reason: UnclaimedReason): void {
+    this.unclaimedCalls.inc({ reason });
   }
 
   observeClientError(code: string): void {
@@ -225,6 +237,7 @@ export class Metrics {
     this.zero(this.upstreamRequests, grid({ endpoint: LOOKUP_ENDPOINTS, status: PROVIDER_STATUSES }));
     this.zero(this.coalesced, grid({ endpoint: LOOKUP_ENDPOINTS }));
     this.zero(this.clientErrors, grid({ reason: CLIENT_ERROR_REASONS }));
+    this.zero(this.unclaimedCalls, grid({ reason: UNCLAIMED_REASONS }));
     if (this.opts.perKeyLabels) {
       this.keyLabels(undefined);
       return;

@@ -2,7 +2,7 @@ import type { AuditEntry, AuditPage, AuditQuery, NewAuditEntry } from '../domain
 import type { CacheEntry, CacheStats, NewEntry } from '../domain/cache-entry.js';
 import type { Budget, BudgetState, Period } from '../domain/credits.js';
 import type { ApiKey, FoundKey, KeyPatch, NewKey } from '../domain/keys.js';
-import type { LedgerRow, Reservation, UsageGroup, UsageRow } from '../domain/ledger.js';
+import type { LedgerRow, Reservation, UsageDetail, UsageGroup, UsageRow } from '../domain/ledger.js';
 import type { PurgeFilter } from '../domain/purge-filter.js';
 import type { PolicyCount, RatePolicy } from '../domain/rate-limit.js';
 import type { DashboardSession } from '../domain/sessions.js';
@@ -199,6 +199,11 @@ export interface Ledger {
   backlog(): LedgerBacklog;
   /** Usage totals over [from, to), grouped; rejects with UsageRangePruned (domain/ledger.ts). */
   report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]>;
+  /**
+   * Usage over [from, to) per UTC day, key and endpoint, read as `report` reads it (one snapshot,
+   * the same refusal): any report is these rows summed. Ordered by day, key id, endpoint.
+   */
+  breakdown(from: number, to: number): Promise<UsageDetail[]>;
   /**
    * Charge every reservation a dead process left, at its estimate, marked unsettled, each
    * once however many processes run this at the same time. Never a live process's: with one

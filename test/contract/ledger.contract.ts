@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { UsageRangePruned, type LedgerRow, type UsageGroup, type UsageRow } from '../../src/domain/ledger.js';
 import type { BackendFactory, Handle } from './backends.js';
+import { breakdownContract } from './breakdown.contract.js';
 import { countedUsageContract } from './counted-usage.contract.js';
 import { teamUsageContract } from './team-usage.contract.js';
 import { DAY, eventually, HOUR, row, sleep, T0, withHandle } from './support.js';
@@ -115,6 +116,7 @@ export function ledgerContract(factory: BackendFactory): void {
 
   countedUsageContract(factory);
   teamUsageContract(factory);
+  breakdownContract(factory);
 
   describe(`Ledger retention contract: ${factory.name}`, () => {
     let h: Handle | undefined;

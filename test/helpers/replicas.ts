@@ -26,6 +26,8 @@ export interface Replicas {
   readonly urls: readonly string[];
   /** Each replica's log lines. */
   readonly logs: readonly string[][];
+  /** Replica `i`'s GET /metrics exposition. */
+  metrics(i: number): Promise<string>;
   /** GET on replica `i` with the test key. */
   get(i: number, pathAndQuery: string): Promise<Reply>;
   close(): Promise<void>;
@@ -53,6 +55,7 @@ export async function startReplicas(opts: { claims: readonly CallClaims[]; herd?
   const upstreams: UpstreamClient[] = [];
   const logs: string[][] = [];
   const urls: string[] = [];
+  const metrics: Metrics[] = [];
   for (const claims of opts.claims) {
     const lines: string[] = [];
     logs.push(lines);
@@ -60,7 +63,16 @@ export async function startReplicas(opts: { claims: readonly CallClaims[]; herd?
     const upstream = new UpstreamClient(upstreamSettings(config), { clock, logger });
     upstreams.push(upstream);
     const stores = { keys: backend.keys, rates: backend.rates, lastUsed: backend.lastUsed, credits: backend.credits, ledger: backend.ledger, cache: backend.cache, claims };
-    const parts = assembleGateway(stores, config, { clock, logger, provider: upstream, addresses: new WindowCounters(clock), herd: opts.herd });
+    const replicaMetrics = new Metrics({ perKeyLabels: false, defaultMetrics: false });
+    metrics.push(replicaMetrics);
+    const parts = assembleGateway(stores, config, {
+      clock,
+      logger,
+      provider: upstream,
+      addresses: new WindowCounters(clock),
+      herd: opts.herd,
+      onUnclaimedCall: (reason) => replicaMetrics.observeUnclaimedCall(reason),
+    });
     const server = buildServer({
       config,
       logger,
@@ -72,8 +84,9 @@ export async function startReplicas(opts: { claims: readonly CallClaims[]; herd?
       domain: config.network.domain,
       admission: parts.admission,
       accounting: parts.accounting,
+      breakerState: () => upstream.breakerState(),
       ops: {
-        metrics: new Metrics({ perKeyLabels: false, defaultMetrics: false }),
+        metrics: replicaMetrics,
         metricsToken: null,
         draining: () => false,
         readiness: () => readiness({ storage: backend.health(), breaker: upstream.breakerState(), draining: false }),
@@ -86,6 +99,9 @@ export async function startReplicas(opts: { claims: readonly CallClaims[]; herd?
     sim,
     urls,
     logs,
+    async metrics(i) {
+      return (await metrics[i]!.scrape()).body;
+    },
     async get(i, pathAndQuery) {
       const res = await request(urls[i]! + pathAndQuery, { headers: { authorization: `Bearer ${secret}` } });
       const text = await res.body.text();

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config.js';
 import { ENDPOINTS } from '../../src/domain/endpoints.js';
 import { cacheKey, parseLookup, type LookupRequest } from '../../src/domain/params.js';
-import { claimKey } from '../../src/gateway/replica-herd.js';
+import { claimKey, type HerdSettings } from '../../src/gateway/replica-herd.js';
 import { RedisCallClaims } from '../../src/store/redis/call-claims.js';
 import { freePort } from '../helpers/free-port.js';
 import { freshPrefix, redisClient } from '../helpers/redis.js';
@@ -28,7 +28,7 @@ afterEach(async () => {
 });
 
 /** Two replicas whose claims live in the machine's Redis under a fresh prefix (each its own connection). */
-async function twoReplicas(deadlineMs?: number): Promise<{ r: Replicas; claims: RedisCallClaims[]; clients: RedisClientType[] }> {
+async function twoReplicas(deadlineMs?: number, herdSettings: Partial<HerdSettings> = {}): Promise<{ r: Replicas; claims: RedisCallClaims[]; clients: RedisClientType[] }> {
   const keys = freshPrefix();
   ends.push(() => keys.drop());
   const claims: RedisCallClaims[] = [];
@@ -43,7 +43,7 @@ async function twoReplicas(deadlineMs?: number): Promise<{ r: Replicas; claims: 
       if (client.isOpen) client.destroy();
     });
   }
-  const r = await startReplicas({ claims, herd: { claimTtlMs: TTL }, deadlineMs });
+  const r = await startReplicas({ claims, herd: { claimTtlMs: TTL, ...herdSettings }, deadlineMs });
   ends.push(() => r.close());
   return { r, claims, clients };
 }
@@ -131,6 +131,26 @@ describe('a leader that dies mid-call', () => {
     expect(r.sim.callCount()).toBe(2);
     expect((await stuck).status).toBe(502); // its own call hit the deadline: the provider never answered it
   });
+
+  it('a claim renewed for longer than the wait bound: the herd calls after maxWaitMs regardless, and the metric counts it', async () => {
+    const { r, claims } = await twoReplicas(undefined, { maxWaitMs: 400 });
+    const key = companyClaim('33');
+    expect(await claims[0]!.claim(key, 'a-slow-replica', TTL)).toBe('free');
+    const renew = setInterval(() => void claims[0]!.claim(key, 'a-slow-replica', TTL).catch(() => {}), TTL / 4);
+    try {
+      const t0 = performance.now();
+      const answers = await Promise.all([r.get(0, '/v1/company?org_id=33'), r.get(1, '/v1/company?org_id=33')]);
+      const ms = performance.now() - t0;
+      expect(answers.map((a) => a.status)).toEqual([200, 200]);
+      expect(ms).toBeGreaterThanOrEqual(350);
+      expect(ms).toBeLessThan(TTL + 1_500);
+    } finally {
+      clearInterval(renew);
+    }
+    const counts = await Promise.all([0, 1].map(async (i) => counterValue(await r.metrics(i), 'tollgate_herd_unclaimed_calls_total', 'wait_exhausted')));
+    expect(counts[0]! + counts[1]!).toBe(r.sim.callCount());
+    expect(r.sim.callCount()).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe('Redis unreachable', () => {
@@ -166,6 +186,12 @@ describe('Redis unreachable', () => {
     expect(answers.map((a) => a.status)).toEqual(Array<number>(10).fill(200));
     expect(r.sim.callCount()).toBe(2);
     for (const lines of r.logs) expect(lines.filter((l) => l.includes('claims unavailable'))).toHaveLength(1);
+    // Each replica's one call went without a claim, and says so where alerts can see it.
+    for (const i of [0, 1]) {
+      const text = await r.metrics(i);
+      expect(counterValue(text, 'tollgate_herd_unclaimed_calls_total', 'store_unavailable')).toBe(1);
+      expect(counterValue(text, 'tollgate_herd_unclaimed_calls_total', 'wait_exhausted')).toBe(0);
+    }
   });
 
   it('with a Redis that was never there, the same', async () => {
@@ -192,4 +218,10 @@ async function connectWithin(client: RedisClientType, ms: number): Promise<void>
       await new Promise((res) => setTimeout(res, 50));
     }
   }
+}
+
+function counterValue(exposition: string, name: string, reason: string): number {
+  const line = exposition.split('\n').find((l) => l.startsWith(`${name}{reason="${reason}"}`));
+  if (!line) throw new Error(`${name}{reason="${reason}"} not exported`);
+  return Number(line.split(' ').pop());
 }

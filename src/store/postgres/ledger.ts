@@ -1,5 +1,5 @@
-import type { Pool } from 'pg';
-import { checkRange, DAY_MS, splitRange, type LedgerRow, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
+import type { Pool, QueryResultRow } from 'pg';
+import { checkRange, DAY_MS, splitRange, type LedgerRow, type UsageDetail, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn, type PgCredits } from './credits.js';
 import { DEFAULT_LEASE_MS } from './lease.js';
@@ -38,7 +38,7 @@ const ORDER: Record<UsageGroup, string> = {
  * has got; a partial day is exact when none of it was folded, which checkRange establishes
  * (PgLedger.report).
  */
-const usageSql = (g: { id: string; name: string }, by: UsageGroup) => `WITH u (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits) AS (
+const USAGE_ROWS = `WITH u (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits) AS (
     SELECT day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits FROM usage_daily WHERE day >= $3 AND day < $4
     UNION ALL
     SELECT (ts / ${DAY_MS})::integer, key_id, endpoint, count(*), count(*) FILTER (WHERE cache IN ('HIT', 'STALE')), sum(credits), sum(credits_saved),
@@ -47,13 +47,32 @@ const usageSql = (g: { id: string; name: string }, by: UsageGroup) => `WITH u (d
     UNION ALL
     SELECT (ts / ${DAY_MS})::integer, key_id, endpoint, sum(requests), sum(cache_hits), 0, sum(credits_saved), 0
     FROM usage_minute WHERE minute >= $5 AND minute <= $6 AND ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
-  )
-  SELECT ${g.id} AS id, ${g.name} AS name, SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
-    SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits
+  )`;
+
+const SUMS = `SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
+    SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits`;
+
+const usageSql = (g: { id: string; name: string }, by: UsageGroup) => `${USAGE_ROWS}
+  SELECT ${g.id} AS id, ${g.name} AS name, ${SUMS}
   FROM u LEFT JOIN api_keys k ON k.id = u.key_id
   GROUP BY 1, 2 ORDER BY ${ORDER[by]}`;
 
+/** Ledger.breakdown: per day, key and endpoint, ordered byte-wise as SQLite orders them. */
+const DETAIL_SQL = `${USAGE_ROWS}
+  SELECT ${GROUP.day.id} AS day, u.key_id AS key_id, k.name AS key_name, k.owner AS team, u.endpoint AS endpoint, ${SUMS}
+  FROM u LEFT JOIN api_keys k ON k.id = u.key_id
+  GROUP BY u.day, u.key_id, u.endpoint, k.name, k.owner ORDER BY u.day, u.key_id COLLATE "C", u.endpoint COLLATE "C"`;
+
 const USAGE_SQL = Object.fromEntries((Object.keys(GROUP) as UsageGroup[]).map((by) => [by, usageSql(GROUP[by], by)])) as Record<UsageGroup, string>;
+
+/** The summed columns, numbers (bigint sums arrive as text). */
+const sums = (x: { requests: string; cache_hits: string; credits: string; credits_saved: string; unsettled_credits: string }) => ({
+  requests: Number(x.requests),
+  cache_hits: Number(x.cache_hits),
+  credits: Number(x.credits),
+  credits_saved: Number(x.credits_saved),
+  unsettled_credits: Number(x.unsettled_credits),
+});
 
 /**
  * The usage ledger in PostgreSQL. A row that charged credits, or whose request holds a
@@ -116,23 +135,26 @@ export class PgLedger implements Ledger {
   }
 
   async report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]> {
+    const rows = await this.read<Record<keyof UsageRow, string>>(USAGE_SQL[by], from, to);
+    return rows.map((x) => ({ id: x.id as string | null, name: x.name as string | null, ...sums(x) }));
+  }
+
+  async breakdown(from: number, to: number): Promise<UsageDetail[]> {
+    const rows = await this.read<Record<keyof UsageDetail, string>>(DETAIL_SQL, from, to);
+    return rows.map((x) => ({ day: x.day, key_id: x.key_id, key_name: x.key_name as string | null, team: x.team as string | null, endpoint: x.endpoint, ...sums(x) }));
+  }
+
+  /** A usage statement over [from, to) (USAGE_ROWS' parameters), after a flush, refused as checkRange refuses. */
+  private async read<R extends QueryResultRow>(sql: string, from: number, to: number): Promise<R[]> {
     await this.flush();
     const { fromDay, toDay } = splitRange(from, to);
     const minutes = [Math.floor(from / MINUTE_MS), Math.floor((to - 1) / MINUTE_MS)];
-    const r = await this.pool.query<Record<keyof UsageRow, string>>(USAGE_SQL[by], [from, to, fromDay, toDay, ...minutes]);
+    const r = await this.pool.query<R>(sql, [from, to, fromDay, toDay, ...minutes]);
     // Read after the sums: a prune moves raw_from_day before it folds any row of a day, so a
     // day the sums saw partly folded is always behind the mark read here, and refused.
     const mark = await this.pool.query<{ value: string }>("SELECT value FROM ledger_meta WHERE name = 'raw_from_day'");
     checkRange(from, to, Number(mark.rows[0]?.value ?? 0));
-    return r.rows.map((x) => ({
-      id: x.id as string | null,
-      name: x.name as string | null,
-      requests: Number(x.requests),
-      cache_hits: Number(x.cache_hits),
-      credits: Number(x.credits),
-      credits_saved: Number(x.credits_saved),
-      unsettled_credits: Number(x.unsettled_credits),
-    }));
+    return r.rows;
   }
 
   /**

@@ -5,11 +5,11 @@ import { type BudgetStore } from './budgets.js';
 import { AbandonedReservations } from './ledger-recovery.js';
 import { LedgerWriter } from './ledger-writer.js';
 import { UsageTally } from '../usage-tally.js';
-import { queryUsage, RAW_FROM_DAY, usageResult, usageStatement } from './usage-report.js';
+import { detailStatement, queryDetail, queryUsage, RAW_FROM_DAY, usageResult, usageStatement } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
 import { gated, isStorageError, type WriteGate } from '../write-gate.js';
 import { PROVIDER_SCOPE } from '../../domain/credits.js';
-import type { LedgerRow, UsageGroup, UsageRow } from '../../domain/ledger.js';
+import type { LedgerRow, UsageDetail, UsageGroup, UsageRow } from '../../domain/ledger.js';
 
 export { type LedgerRow } from './ledger-rows.js';
 export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
@@ -166,6 +166,13 @@ export class LedgerStore implements Ledger {
     if (!this.reader) return this.usage(from, to, by);
     this.flush();
     return usageResult(from, to, await this.reader.read(this.db.name, [RAW_FROM_DAY, usageStatement(from, to, by)]));
+  }
+
+  /** As report() per day, key and endpoint (Ledger.breakdown), read by the worker when there is one. */
+  async breakdown(from: number, to: number): Promise<UsageDetail[]> {
+    this.flush();
+    if (!this.reader) return queryDetail(this.db, from, to);
+    return usageResult<UsageDetail>(from, to, await this.reader.read(this.db.name, [RAW_FROM_DAY, detailStatement(from, to)]));
   }
 
   /** Reports being read by the worker, not yet answered. */

@@ -3,7 +3,7 @@ import { DAY_MS } from './ledger-rows.js';
 import { minuteOf } from '../usage-tally.js';
 import type { ReadStatement } from './read-worker.js';
 
-import { checkRange, splitRange, UsageRangePruned, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
+import { checkRange, splitRange, UsageRangePruned, type UsageDetail, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 
 export { UsageRangePruned, type UsageGroup, type UsageRow };
 
@@ -37,25 +37,49 @@ const COUNTED = `SELECT ts / ${DAY_MS}, key_id, endpoint, SUM(requests), SUM(cac
 export const RAW_FROM_DAY: ReadStatement = { sql: "SELECT value FROM ledger_meta WHERE name = 'raw_from_day'", params: [], mode: 'get' };
 
 /**
- * The report's SQL: daily totals for the whole days, raw rows and counted groups for the
- * partial days at the edges, summed per group. Exact for any range checkRange accepts (a
- * counted group at its earliest request's time); reads at most two days of raw rows and
- * counted groups whatever the range's length.
+ * Every request of [from, to) as rows u(day, key_id, endpoint, requests, …): daily totals for the
+ * whole days, raw rows and counted groups for the partial days at the edges. Exact for any range
+ * checkRange accepts (a counted group at its earliest request's time); reads at most two days of
+ * raw rows and counted groups whatever the range's length.
  */
-export function usageStatement(from: number, to: number, by: UsageGroup): ReadStatement {
+function usageRows(from: number, to: number): { sql: string; params: number[] } {
   const s = splitRange(from, to);
-  const sql = GROUP_SQL[by];
   const raw = s.raw.map(() => `UNION ALL ${RAW}\n    UNION ALL ${COUNTED}`).join('\n    ');
   return {
     sql: `WITH u (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits) AS (
     SELECT day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits FROM usage_daily WHERE day >= ? AND day < ?
     ${raw}
-  )
-  SELECT ${sql.id} AS id, ${sql.name} AS name, SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
-    SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits
+  )`,
+    params: [s.fromDay, s.toDay, ...s.raw.flatMap(([a, b]) => [a, b, minuteOf(a), minuteOf(b - 1), a, b])],
+  };
+}
+
+const SUMS = `SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
+    SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits`;
+
+/** The report's SQL: usageRows summed per group. */
+export function usageStatement(from: number, to: number, by: UsageGroup): ReadStatement {
+  const u = usageRows(from, to);
+  const sql = GROUP_SQL[by];
+  return {
+    sql: `${u.sql}
+  SELECT ${sql.id} AS id, ${sql.name} AS name, ${SUMS}
   FROM u LEFT JOIN api_keys k ON k.id = u.key_id
   GROUP BY 1 ORDER BY ${ORDER[by]}`,
-    params: [s.fromDay, s.toDay, ...s.raw.flatMap(([a, b]) => [a, b, minuteOf(a), minuteOf(b - 1), a, b])],
+    params: u.params,
+    mode: 'all',
+  };
+}
+
+/** The breakdown's SQL (Ledger.breakdown): usageRows summed per day, key and endpoint; the key's name and team are its own now. */
+export function detailStatement(from: number, to: number): ReadStatement {
+  const u = usageRows(from, to);
+  return {
+    sql: `${u.sql}
+  SELECT ${GROUP_SQL.day.id} AS day, u.key_id AS key_id, k.name AS key_name, k.owner AS team, u.endpoint AS endpoint, ${SUMS}
+  FROM u LEFT JOIN api_keys k ON k.id = u.key_id
+  GROUP BY u.day, u.key_id, u.endpoint ORDER BY u.day, u.key_id, u.endpoint`,
+    params: u.params,
     mode: 'all',
   };
 }
@@ -71,9 +95,14 @@ export function readAll(db: DB, statements: readonly ReadStatement[]): unknown[]
 }
 
 /** What readAll (or the worker) read for [RAW_FROM_DAY, usageStatement(…)], checked. */
-export function usageResult(from: number, to: number, results: readonly unknown[]): UsageRow[] {
+export function usageResult<R = UsageRow>(from: number, to: number, results: readonly unknown[]): R[] {
   checkRange(from, to, (results[0] as number | undefined) ?? 0);
-  return results[1] as UsageRow[];
+  return results[1] as R[];
+}
+
+/** Totals per day, key and endpoint for `from` ≤ ts < `to`; read-only, for the CLI too. */
+export function queryDetail(db: DB, from: number, to: number): UsageDetail[] {
+  return usageResult<UsageDetail>(from, to, readAll(db, [RAW_FROM_DAY, detailStatement(from, to)]));
 }
 
 /** Totals per key, team, UTC day or endpoint for `from` ≤ ts < `to`; read-only, for the CLI too. */

@@ -1,0 +1,63 @@
+import type { FastifyInstance } from 'fastify';
+import { failure } from '../domain/errors.js';
+import { UsageRangePruned } from '../domain/ledger.js';
+import type { AdminDeps } from './deps.js';
+import { overviewView } from './overview.js';
+import { onlyParams, Refusal, send } from './reply.js';
+import { compactTime, usageGroups, usageWindow } from './usage.js';
+import { groupedView, rollUp, usageBreakdown, usageCsv } from './usage-breakdown.js';
+
+type Query = { Querystring: Record<string, string | undefined> };
+
+/** A range refused for retention is the client's to change: 400, with the refusal's explanation. */
+const refused = (err: unknown) => {
+  throw err instanceof UsageRangePruned ? new Refusal(failure('INVALID_PARAMETER', `${err.message}.`)) : err;
+};
+
+/**
+ * /admin/usage, /admin/usage/export.csv and /admin/overview, inside the admin API's scope (its
+ * token check and error handling: routes.ts). Every read of the ledger here is the worker
+ * thread's on SQLite: a report over a large ledger never stalls the gateway.
+ */
+export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): void {
+  const { ledger } = deps.backend;
+  const window = (q: Record<string, string | undefined>) => {
+    const w = usageWindow(q.from, q.to, deps.clock.now());
+    if (typeof w === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${w}.`));
+    return w;
+  };
+  const iso = (t: number) => new Date(t).toISOString();
+
+  // One grouping: the report's rows ({id, name, …}). Several (`by=team,day`): one row per
+  // combination, named by its dimensions (README "Usage").
+  admin.get<Query>('/usage', async (request, reply) => {
+    const q = request.query;
+    onlyParams(q, ['from', 'to', 'by']);
+    const by = usageGroups(q.by);
+    if (typeof by === 'string') throw new Refusal(failure('INVALID_PARAMETER', `${by}.`));
+    const w = window(q);
+    if (by.length === 1) {
+      const rows = await ledger.report(w.from, w.to, by[0]!).catch(refused);
+      return send(reply, 200, { from: iso(w.from), to: iso(w.to), by: by[0], rows });
+    }
+    const rows = await usageBreakdown(deps, w.from, w.to).catch(refused);
+    return send(reply, 200, { from: iso(w.from), to: iso(w.to), by, rows: groupedView(rollUp(rows, by), by) });
+  });
+
+  admin.get<Query>('/usage/export.csv', async (request, reply) => {
+    onlyParams(request.query, ['from', 'to']);
+    const w = window(request.query);
+    const csv = usageCsv(await usageBreakdown(deps, w.from, w.to).catch(refused));
+    return reply
+      .code(200)
+      .header('cache-control', 'no-store')
+      .header('content-disposition', `attachment; filename="tollgate-usage-${compactTime(w.from)}-${compactTime(w.to)}.csv"`)
+      .type('text/csv; charset=utf-8')
+      .send(csv);
+  });
+
+  admin.get<Query>('/overview', async (request, reply) => {
+    onlyParams(request.query, []);
+    return send(reply, 200, await overviewView(deps, deps.clock.now()));
+  });
+}
