@@ -107,6 +107,20 @@ describe('dashboard sessions', () => {
   });
 });
 
+describe('the CSV export', () => {
+  it('is a dashboard route behind the session: a header row, one row per day, team and key, as an attachment', async () => {
+    const s = await stack();
+    const { cookie } = await signIn(s);
+    expect((await page(s, '/dashboard/usage.csv', null)).headers.location).toBe('/dashboard/sign-in');
+    const r = await page(s, '/dashboard/usage.csv?from=2026-01-01&to=2026-01-31', cookie);
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(r.headers['content-disposition']).toBe('attachment; filename="tollgate-usage-20260101T000000Z-20260201T000000Z.csv"');
+    expect(r.headers['cache-control']).toBe('no-store');
+    expect(r.text).toBe('day,team,key_id,key_name,requests,cache_hits,credits_spent,credits_saved\r\n');
+  });
+});
+
 describe('dashboard CSRF', () => {
   it('a form without the session token, with another token, from another Origin or cross-site is refused 403 and changes nothing', async () => {
     const s = await stack();
@@ -183,6 +197,14 @@ describe('dashboard forms: bad input', () => {
     const rotate = await s.app.backend.keys.create({ name: 'r' });
     const badOverlap = await post(s, `/dashboard/keys/${rotate.key.id}/rotate`, { overlap: 'a while', _csrf }, cookie);
     expect([badOverlap.status, badOverlap.text.includes('overlap: expected a duration')]).toEqual([400, true]);
+    for (const [path, message] of [
+      ['/dashboard/usage?from=yesterday', 'from: expected an ISO 8601 date'],
+      ['/dashboard/usage?from=2026-02-01&to=2026-01-01', 'to must be after from.'],
+      ['/dashboard/usage.csv?to=nope', 'to: expected an ISO 8601 date'],
+    ] as const) {
+      const r = await page(s, path, cookie);
+      expect([r.status, r.text.includes(message)], path).toEqual([400, true]);
+    }
     const audit = await page(s, '/dashboard/audit?from=yesterday', cookie);
     expect([audit.status, audit.text.includes('from: expected an ISO 8601 date')]).toEqual([400, true]);
     // A body that is not a form at all.
