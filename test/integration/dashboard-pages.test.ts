@@ -87,13 +87,36 @@ describe('dashboard pages', () => {
     expect(entries.map((e) => e.action)).toEqual(['cache.purge', 'team.set', 'key.rotate', 'key.update', 'cache.purge']);
   });
 
+  it('the overview shows the provider budget, its burn rate and the breaker; its chart data is JSON no markup can end', async () => {
+    s = await startStack({ config: { adminToken: TOKEN, upstream: { budget: { month: 1000 } } } });
+    const d = await session(s);
+    expect((await s.get(`/v1/profile?${profileUrl('overview-user')}`)).status).toBe(200);
+    await s.app.backend.flush();
+    const o = await d.get('/dashboard');
+    expect(o.status).toBe(200);
+    expect(o.text).toMatch(/Budget left \(month\)<\/dt><dd>99[0-9] of 1,000/);
+    expect(o.text).toContain('/ day');
+    expect(o.text).toContain('breaker-closed');
+    const json = /<script type="application\/json" id="daily-chart">([^<]*)<\/script>/.exec(o.text)![1]!;
+    const chart = JSON.parse(json) as { labels: string[]; series: { label: string; data: number[] }[] };
+    expect(chart.labels).toHaveLength(30);
+    expect(chart.series.map((x) => x.label)).toEqual(['Credits spent', 'Credits saved by the cache']);
+    expect(chart.series[0]!.data.at(-1)).toBeGreaterThan(0);
+  });
+
   it('escapes what users typed: a key named with markup is shown as text', async () => {
     s = await startStack({ config: { adminToken: TOKEN } });
     const d = await session(s);
-    s.newKey({ name: '<script>alert(1)</script>', team: '"><img src=x>' });
+    const k = s.newKey({ name: '</script><script>alert(1)</script>', team: '"><img src=x>' });
     const page = await d.get('/dashboard/keys');
     expect(page.text).not.toContain('<script>alert(1)');
-    expect(page.text).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page.text).toContain('&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(page.text).not.toContain('"><img src=x>');
+    // In the usage chart's JSON too, where HTML escaping does not apply: `<` is written \u003c.
+    expect((await s.get(`/v1/profile?${profileUrl('escape-user')}`, { key: k.secret })).status).toBe(200);
+    await s.app.backend.flush();
+    const usage = await d.get('/dashboard/usage');
+    expect(usage.text).not.toContain('<script>alert(1)');
+    expect(usage.text).toContain('\\u003c/script>\\u003cscript>alert(1)');
   });
 });
