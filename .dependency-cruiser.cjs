@@ -10,11 +10,11 @@
  *                    store/open.ts picks a backend from the configuration
  *   upstream/        the provider client
  *   gateway/         the pipeline, typed against the ports
- *   http/ admin/ obs/ cli/ app.ts cli.ts   the edges
+ *   http/ admin/ dashboard/ obs/ cli/ app.ts cli.ts   the edges (dashboard/: pages over admin/'s functions)
  *
  * A rule's name says which boundary it keeps; its comment says why.
  */
-const EDGES = '^src/(http|admin|cli|app\\.ts|cli\\.ts)';
+const EDGES = '^src/(http|admin|dashboard|cli|app\\.ts|cli\\.ts)';
 
 module.exports = {
   forbidden: [
@@ -94,6 +94,20 @@ module.exports = {
       comment: 'Logging, metrics and health are used by the edges and the pipeline; they import neither.',
       from: { path: '^src/obs/' },
       to: { path: ['^src/(gateway|http|admin|cli|store/sqlite)/', EDGES] },
+    },
+    {
+      name: 'dashboard-over-the-admin-functions',
+      severity: 'error',
+      comment: 'The dashboard is an edge beside /admin: it calls admin/ and what lies below, never the other edges, so that a page and the admin API cannot disagree about a change.',
+      from: { path: '^src/dashboard/' },
+      to: { path: ['^src/(http|cli)/', '^src/(app|cli)\\.ts$'] },
+    },
+    {
+      name: 'only-the-control-plane-mounts-the-dashboard',
+      severity: 'error',
+      comment: 'Nothing depends on the dashboard\'s pages but the server wiring that registers them.',
+      from: { path: '^src/', pathNot: ['^src/dashboard/', '^src/http/control-plane\\.ts$'] },
+      to: { path: '^src/dashboard/' },
     },
     {
       name: 'simulator-stands-alone',

@@ -202,6 +202,15 @@ export const ConfigSchema = z.strictObject({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Bearer token for /admin; admin routes are disabled while it is null. */
   adminToken: z.string().min(16, 'must be at least 16 characters').meta({ sensitive: 'secret' }).nullable().default(null),
+  /** The dashboard at /dashboard (README "Dashboard"), enabled with adminToken. */
+  dashboard: z
+    .strictObject({
+      /** How long a sign-in lasts (the session cookie's Max-Age and the stored session's expiry). */
+      sessionTtlMs: z.number().int().min(60_000).max(30 * 86_400_000).default(12 * 3_600_000),
+      /** The cookie's Secure flag: true always, false never, null when the request came over TLS (directly or, from a trusted proxy, X-Forwarded-Proto: https). */
+      secureCookie: z.boolean().nullable().default(null),
+    })
+    .prefault({}),
   network: z
     .strictObject({
       /** The network's registrable domain; URLs on other hosts are INVALID_NETWORK_URL. */

@@ -12,6 +12,7 @@ import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { ADMIN_API_ACTOR, purgeChange } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
+import { crossSite, sessionCookie } from '../domain/sessions.js';
 
 export type { AdminDeps } from './deps.js';
 
@@ -31,6 +32,9 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
   void app.register(
     async (admin) => {
       admin.addHook('onRequest', async (request, reply) => {
+        // /admin never takes the dashboard's cookie (only the bearer token), and a page of
+        // another site that makes a signed-in browser call it is refused outright (README "Dashboard").
+        if (sessionCookie(request.headers.cookie) !== null && crossSite(request.headers)) return sendFailure(reply, failure('CSRF_REJECTED'));
         const now = deps.clock.now();
         // Unlike a client key, an exhausted address is refused even with the right token: admin
         // tokens are operator-chosen (16+ characters) and may be guessable, so guesses are capped.

@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   ADMIN_UNAUTHORIZED: { status: 401, message: 'Admin routes need "Authorization: Bearer <admin token>".' },
   METRICS_UNAUTHORIZED: { status: 401, message: 'GET /metrics needs "Authorization: Bearer <metrics token>".' },
   ACCESS_DENIED: { status: 403, message: 'This API key does not have access.' },
+  CSRF_REJECTED: { status: 403, message: 'Cross-site request refused: it carried the dashboard session cookie without coming from the dashboard.' },
   NOT_FOUND: { status: 404, message: 'The requested resource was not found.' },
   ROUTE_NOT_FOUND: { status: 404, message: 'No such route.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },

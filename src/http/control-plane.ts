@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import { registerAdmin } from '../admin/routes.js';
+import { registerDashboard } from '../dashboard/index.js';
 import { errorAnswer } from '../domain/answer.js';
 import { failure, type Failure } from '../domain/errors.js';
 import { newRequestId } from '../domain/request-id.js';
@@ -86,6 +87,7 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
   registerOps(app, ops);
   registerApiDocs(app);
   registerAdmin(app, deps);
+  registerDashboard(app, deps, trusted);
 
   app.setNotFoundHandler(async (request, reply) => sendAnswer(reply, errorAnswer(routeNotFound(request.method, request.url), request.id)));
 

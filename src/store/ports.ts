@@ -5,6 +5,7 @@ import type { ApiKey, FoundKey, KeyPatch, NewKey } from '../domain/keys.js';
 import type { LedgerRow, Reservation, UsageDetail, UsageGroup, UsageRow } from '../domain/ledger.js';
 import type { PurgeFilter } from '../domain/purge-filter.js';
 import type { PolicyCount, RatePolicy } from '../domain/rate-limit.js';
+import type { DashboardSession } from '../domain/sessions.js';
 import type { Team } from '../domain/teams.js';
 
 /*
@@ -83,6 +84,19 @@ export interface AuditLog {
   append(entry: NewAuditEntry): MaybePromise<AuditEntry>;
   /** Entries matching `q`, newest first (ts, then id), `q.limit` at most. */
   list(q: AuditQuery): MaybePromise<AuditPage>;
+}
+
+/**
+ * Dashboard sessions (domain/sessions.ts), by the hash of their id: shared by every process of
+ * a storage, so that a session made on one replica works on all and a sign-out ends it on all.
+ */
+export interface Sessions {
+  /** Store a new session; sessions already expired at its `createdAt` are deleted on the way. */
+  create(s: DashboardSession): MaybePromise<void>;
+  /** The session of that hash if it has not expired at `now`; null otherwise. */
+  get(idHash: string, now: number): MaybePromise<DashboardSession | null>;
+  /** End the session; false when there was none. */
+  revoke(idHash: string): MaybePromise<boolean>;
 }
 
 /** When each key was last used: noted per request, written behind in batches. */

@@ -10,6 +10,7 @@ import { rateCountersContract } from './rate-counters.contract.js';
 import { replicasContract } from './replicas.contract.js';
 import { responseCacheContract } from './response-cache.contract.js';
 import { teamsContract } from './teams.contract.js';
+import { sessionsContract } from './sessions.contract.js';
 
 /**
  * The storage contract: every suite, written once, run against every backend (as undici runs
@@ -19,6 +20,7 @@ import { teamsContract } from './teams.contract.js';
 const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
   keys: keysContract,
   audit: auditContract,
+  sessions: sessionsContract,
   teams: teamsContract,
   rates: rateCountersContract,
   credits: creditsContract,

@@ -160,6 +160,14 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX api_keys_owner ON api_keys (owner);
    INSERT INTO teams (name, credits, created_at, updated_at)
      SELECT owner, NULL, MIN(created_at), MIN(created_at) FROM api_keys WHERE owner IS NOT NULL GROUP BY owner`,
+  // 9: dashboard sessions (sessions.ts), shared by every replica: only the keyed hash of each
+  // session id, with its expiry. Expired rows are deleted as new sessions are made.
+  `CREATE TABLE dashboard_sessions (
+     id_hash    text PRIMARY KEY,
+     created_at bigint NOT NULL,
+     expires_at bigint NOT NULL
+   );
+   CREATE INDEX dashboard_sessions_expires ON dashboard_sessions (expires_at)`,
 ];
 
 /**

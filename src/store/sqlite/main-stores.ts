@@ -8,6 +8,7 @@ import { BudgetStore } from './budgets.js';
 import type { DB } from './db.js';
 import { KeyStore } from './keys.js';
 import { TeamStore } from './teams.js';
+import { SessionStore } from './sessions.js';
 import { LedgerRetention } from './ledger-retention.js';
 import { LedgerStore } from './ledger.js';
 import { LimitStore } from './limits.js';
@@ -40,6 +41,7 @@ export class MainStores {
   readonly keys: KeyStore;
   readonly audit: AuditStore;
   readonly teams: TeamStore;
+  readonly sessions: SessionStore;
   readonly lastUsed: LastUsedBatcher;
   readonly limits: LimitStore;
   readonly budgets: BudgetStore;
@@ -58,6 +60,7 @@ export class MainStores {
     this.audit = new AuditStore(this.db, clock);
     this.keys = new KeyStore(this.db, clock, this.audit);
     this.teams = new TeamStore(this.db, clock, this.audit);
+    this.sessions = new SessionStore(this.db);
     this.lastUsed = new LastUsedBatcher(this.keys, 5_000, { gate, onWriteError });
     this.limits = new LimitStore(this.db, clock, 1_000, { gate: gate ?? undefined, onWriteError });
     this.budgets = new BudgetStore(this.db, gate);

@@ -161,4 +161,16 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
         SELECT owner, NULL, MIN(created_at), MIN(created_at) FROM api_keys WHERE owner IS NOT NULL GROUP BY owner;
     `);
   },
+  // Dashboard sessions (sessions.ts): only the keyed hash of each session id, with its expiry.
+  // Expired rows are deleted as new sessions are made.
+  (db) => {
+    db.exec(`
+      CREATE TABLE dashboard_sessions (
+        id_hash     TEXT PRIMARY KEY,
+        created_at  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX dashboard_sessions_expires ON dashboard_sessions(expires_at);
+    `);
+  },
 ];

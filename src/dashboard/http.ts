@@ -1,0 +1,76 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+/*
+ * What every dashboard route shares: the security headers, the form body, and how a page is
+ * left for another (POST → 303 → GET).
+ */
+
+/**
+ * Nothing but this origin: scripts and styles only from files the gateway serves (no inline
+ * script or style, so an injected one would not run), no frames of it anywhere, forms posting
+ * only here. Chart.js sets canvas sizes through the CSSOM, which style-src does not govern.
+ */
+export const DASHBOARD_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** The headers of every dashboard answer; pages are never stored anywhere (assets override cache-control). */
+export function securityHeaders(reply: FastifyReply): void {
+  reply.headers({
+    'content-security-policy': DASHBOARD_CSP,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
+    'cross-origin-opener-policy': 'same-origin',
+    'cache-control': 'no-store',
+  });
+}
+
+/** A form as posted: each field's values (a repeated field, such as checkboxes, has several). */
+export type Form = Readonly<Record<string, string | string[]>>;
+
+/** urlencoded bodies become a Form, in this plugin's scope only (/admin keeps JSON alone). */
+export function acceptForms(app: FastifyInstance): void {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
+    const out: Record<string, string | string[]> = {};
+    for (const [k, v] of new URLSearchParams(body as string)) {
+      const prev = out[k];
+      out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    }
+    done(null, out);
+  });
+}
+
+/** The form of a request: empty when it had none (or not a form). */
+export function formOf(request: FastifyRequest): Form {
+  const b = request.body;
+  return b && typeof b === 'object' && !Array.isArray(b) ? (b as Form) : {};
+}
+
+/** A field's first value, trimmed; undefined when absent. */
+export function field(form: Form, name: string): string | undefined {
+  const v = form[name];
+  const first = Array.isArray(v) ? v[0] : v;
+  return first === undefined ? undefined : first.trim();
+}
+
+/** Every value of a field (checkboxes). */
+export function fields(form: Form, name: string): string[] {
+  const v = form[name];
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+/** A query string's single values (a repeated parameter keeps its first). */
+export function queryOf(request: FastifyRequest): Record<string, string> {
+  const q = (request.query ?? {}) as Record<string, string | string[] | undefined>;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(q)) {
+    const first = Array.isArray(v) ? v[0] : v;
+    if (first !== undefined) out[k] = first;
+  }
+  return out;
+}
+
+/** After a change: the browser is sent to a page it can reload without sending the form again. */
+export function seeOther(reply: FastifyReply, location: string) {
+  return reply.code(303).header('location', location).send();
+}

@@ -1,0 +1,89 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { compactTime, usageWindow } from '../admin/usage.js';
+import { rollUp, usageBreakdown, usageCsv, type RolledRow, type UsageDimension } from '../admin/usage-breakdown.js';
+import { UsageRangePruned } from '../domain/ledger.js';
+import { frameOf, show, type DashboardDeps } from './context.js';
+import { queryOf } from './http.js';
+
+/*
+ * Usage over a chosen range, grouped by any of team, key, endpoint and day (admin/usage-
+ * breakdown.ts, the rows the admin API's report and the CSV sum), as a chart and a table, and
+ * the CSV export (GET /dashboard/usage.csv: the admin export, through the session).
+ */
+
+const DIMENSIONS: ReadonlyArray<readonly [UsageDimension, string]> = [['team', 'Team'], ['key', 'Key'], ['endpoint', 'Endpoint'], ['day', 'Day']];
+/** The chart shows at most this many groups (the table has them all). */
+const CHART_ROWS = 40;
+
+const dateOf = (t: number) => new Date(t).toISOString().slice(0, 10);
+
+/** The range and grouping of a query, with the form's values; an error message for a bad one. */
+function selection(q: Record<string, string>, all: readonly string[], now: number) {
+  const from = q.from || undefined;
+  const to = q.to || undefined;
+  const by = DIMENSIONS.map(([d]) => d).filter((d) => all.includes(d));
+  const w = usageWindow(from, to, now);
+  // What the form shows: the dates asked for, or the defaults (this month up to today), `to` inclusive.
+  const shown = typeof w === 'string' ? { from: from ?? '', to: to ?? '' } : { from: from ?? dateOf(w.from), to: to ?? dateOf(w.to - 1) };
+  return { w, by: by.length ? by : (['key'] as UsageDimension[]), shown };
+}
+
+function label(r: RolledRow, by: readonly UsageDimension[]): string {
+  const parts = by.map((d) => (d === 'key' ? (r.key_name ?? r.key_id) : d === 'team' ? (r.team ?? '(no team)') : d === 'day' ? r.day : r.endpoint));
+  return parts.join(' · ');
+}
+
+export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
+  const rowsOf = (from: number, to: number) => usageBreakdown(deps, from, to);
+
+  const view = (request: FastifyRequest, reply: FastifyReply, status: number, error: string | null, data: object) =>
+    show(request, reply, 'usage', frameOf(request, 'Usage', 'usage', { error }), { dimensions: DIMENSIONS, charts: true, ...data }, status);
+
+  app.get('/usage', async (request, reply) => {
+    const q = queryOf(request);
+    const by = ((request.query as Record<string, unknown>).by ?? []) as string | string[];
+    const sel = selection(q, Array.isArray(by) ? by : [by], deps.clock.now());
+    const base = { by: sel.by, shown: sel.shown, rows: [] as RolledRow[], chart: null, csv: null };
+    if (typeof sel.w === 'string') return view(request, reply, 400, `${sel.w}.`, base);
+    const { from, to } = sel.w;
+    let rows: RolledRow[];
+    try {
+      rows = rollUp(await rowsOf(from, to), sel.by);
+    } catch (err) {
+      if (err instanceof UsageRangePruned) return view(request, reply, 400, `${err.message}.`, base);
+      throw err;
+    }
+    // Grouped by day alone: the days in order; otherwise the biggest spenders first.
+    const charted = sel.by.length === 1 && sel.by[0] === 'day' ? rows : [...rows].sort((a, b) => b.credits - a.credits || b.requests - a.requests).slice(0, CHART_ROWS);
+    const chart = {
+      type: 'bar',
+      labels: charted.map((r) => label(r, sel.by)),
+      series: [
+        { label: 'Credits spent', data: charted.map((r) => r.credits) },
+        { label: 'Credits saved by the cache', data: charted.map((r) => r.credits_saved) },
+      ],
+    };
+    const csv = `/dashboard/usage.csv?${new URLSearchParams({ from: dateOf(from), to: dateOf(to - 1) })}`;
+    const sum = (f: 'requests' | 'cache_hits' | 'credits' | 'credits_saved') => rows.reduce((n, r) => n + r[f], 0);
+    const totals = { requests: sum('requests'), cache_hits: sum('cache_hits'), credits: sum('credits'), credits_saved: sum('credits_saved') };
+    return view(request, reply, 200, null, { ...base, rows, chart, csv, totals });
+  });
+
+  // The export for finance: one row per UTC day, team and key (admin/usage-csv.ts, RFC 4180).
+  app.get('/usage.csv', async (request, reply) => {
+    const q = queryOf(request);
+    const w = usageWindow(q.from || undefined, q.to || undefined, deps.clock.now());
+    if (typeof w === 'string') return view(request, reply, 400, `${w}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
+    let csv: string;
+    try {
+      csv = usageCsv(await rowsOf(w.from, w.to));
+    } catch (err) {
+      if (err instanceof UsageRangePruned) return view(request, reply, 400, `${err.message}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
+      throw err;
+    }
+    return reply
+      .header('content-disposition', `attachment; filename="tollgate-usage-${compactTime(w.from)}-${compactTime(w.to)}.csv"`)
+      .type('text/csv; charset=utf-8')
+      .send(csv);
+  });
+}
