@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { endpointByPath } from '../domain/endpoints.js';
 import type { UpstreamObserver } from '../upstream/types.js';
 import { registerGauges, type MetricsSources } from './metric-gauges.js';
+import { BudgetMetrics } from './budget-metrics.js';
 import { ANONYMOUS_REFUSALS, CACHE_STATUSES, CLIENT_ERROR_REASONS, KEYED_REFUSALS, LIMITED_ENDPOINTS, LOOKUP_ENDPOINTS, PROVIDER_STATUSES, grid } from './metric-labels.js';
 
 export type { MetricsSources } from './metric-gauges.js';
@@ -12,6 +13,8 @@ export interface MetricsOptions {
   readonly perKeyLabels: boolean;
   /** Node process metrics (CPU, memory, event loop, GC). */
   readonly defaultMetrics?: boolean;
+  /** notifications.thresholds: the alert counter's series start from 0 for each. */
+  readonly thresholds?: readonly number[];
 }
 
 /** One finished HTTP request, as the server's onResponse hook knows it. */
@@ -68,6 +71,8 @@ export class Metrics {
   /** `key` label values whose refusal series exist (from 0): at most MAX_KEY_LABELS + 2. */
   private readonly seededKeys = new Set<string>();
   private sources: MetricsSources | null = null;
+  /** Budgets left, alerts and webhook deliveries: the notifier's observer (notify/notifier.ts). */
+  readonly budgets: BudgetMetrics;
 
   private readonly requests;
   private readonly duration;
@@ -158,6 +163,7 @@ export class Metrics {
       registers,
     });
     registerGauges(registers, () => this.sources);
+    this.budgets = new BudgetMetrics(registers, opts.thresholds ?? []);
     this.seed();
   }
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../domain/clock.js';
-import type { AuditLog, CallClaims, ChangeFeed, Credits, Keys, LastUsed, Ledger, LedgerBacklog, MaybePromise, RateCounters, ResponseCache, Teams } from './ports.js';
+import type { AuditLog, BudgetAlerts, CallClaims, ChangeFeed, Credits, Keys, LastUsed, Ledger, LedgerBacklog, MaybePromise, RateCounters, ResponseCache, Teams } from './ports.js';
 
 /*
  * A backend whole: every port of ports.ts with its lifecycle (health, gauges, flush, close),
@@ -28,6 +28,8 @@ export interface StorageBackend {
   readonly teams: Teams;
   /** Admin changes, with who made them; written by Keys' writes and by the edges for a purge. */
   readonly audit: AuditLog;
+  /** Budget alerts and the webhook deliveries they queue (the notifications' outbox). */
+  readonly alerts: BudgetAlerts;
   readonly lastUsed: LastUsed;
   readonly rates: RateCounters;
   readonly credits: Credits;

@@ -1,4 +1,5 @@
 import { auditContract } from './audit.contract.js';
+import { budgetAlertsContract } from './budget-alerts.contract.js';
 import { backendContract } from './backend.contract.js';
 import { BACKENDS, type BackendFactory, type SuiteName } from './backends.js';
 import { callClaimsContract } from './call-claims.contract.js';
@@ -19,6 +20,7 @@ import { teamsContract } from './teams.contract.js';
 const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
   keys: keysContract,
   audit: auditContract,
+  alerts: budgetAlertsContract,
   teams: teamsContract,
   rates: rateCountersContract,
   credits: creditsContract,

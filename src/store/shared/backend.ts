@@ -10,6 +10,7 @@ import { PgCredits } from '../postgres/credits.js';
 import { PgKeys } from '../postgres/keys.js';
 import { PgTeams } from '../postgres/teams.js';
 import { PgAudit } from '../postgres/audit.js';
+import { PgBudgetAlerts } from '../postgres/budget-alerts.js';
 import { PgLedger } from '../postgres/ledger.js';
 import { PgLedgerRetention } from '../postgres/ledger-retention.js';
 import { ReplicaLease } from '../postgres/lease.js';
@@ -28,7 +29,7 @@ import { probe } from './probe.js';
 const RECOVERY_EVERY_MS = 5_000;
 
 /** The ports a SharedBackend exposes, as its own fields. */
-type Ports = 'changes' | 'keys' | 'teams' | 'audit' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
+type Ports = 'changes' | 'keys' | 'teams' | 'audit' | 'alerts' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
 
 /** Everything a SharedBackend holds: its ports, and the connections and timers behind them. */
 interface Parts extends Pick<SharedBackend, Ports> {
@@ -74,6 +75,7 @@ export class SharedBackend implements StorageBackend {
   readonly keys: RememberedKeys;
   readonly teams: Teams;
   readonly audit: PgAudit;
+  readonly alerts: PgBudgetAlerts;
   readonly lastUsed: LastUsedBatcher;
   readonly rates: FallbackRateCounters;
   readonly credits: PgCredits;
@@ -82,7 +84,7 @@ export class SharedBackend implements StorageBackend {
   readonly claims: RedisCallClaims;
 
   private constructor(private readonly parts: Parts) {
-    ({ changes: this.changes, keys: this.keys, teams: this.teams, audit: this.audit, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
+    ({ changes: this.changes, keys: this.keys, teams: this.teams, audit: this.audit, alerts: this.alerts, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
     this.flushTimer = parts.server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
     this.flushTimer?.unref();
   }
@@ -126,7 +128,7 @@ export class SharedBackend implements StorageBackend {
       const keys = new RememberedKeys(table, changes);
       const teams = rememberedTeams(new PgTeams(pool, clock, audit), keys);
       const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
-      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, teams, audit, lastUsed, rates, credits, ledger, cache, claims, log, server });
+      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, teams, audit, alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, log, server });
     } catch (err) {
       await recovery?.stop();
       await changes?.close();

@@ -17,6 +17,7 @@ import { databaseHealth, touchHeader } from './health.js';
 import type { KeyStore } from './keys.js';
 import type { AuditStore } from './audit.js';
 import type { TeamStore } from './teams.js';
+import type { SqliteBudgetAlerts } from './budget-alerts.js';
 import type { LedgerStore } from './ledger.js';
 import type { LimitStore } from './limits.js';
 import { mainDbPath } from './main-file.js';
@@ -94,6 +95,10 @@ export class SqliteBackend implements StorageBackend {
 
   get audit(): AuditStore {
     return this.opened('main').audit;
+  }
+
+  get alerts(): SqliteBudgetAlerts {
+    return this.opened('main').alerts;
   }
 
   get lastUsed(): LastUsedBatcher {
