@@ -16,11 +16,12 @@ import { sendFailure as sendAnswerFailure } from '../http/fastify-reply.js';
 import { USAGE_GROUPS, UsageRangePruned } from '../domain/ledger.js';
 import { ADMIN_API_ACTOR, purgeChange } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
+import { isNotificationsInputError, notificationsQuery, notificationsView } from './notifications.js';
 
 export interface AdminDeps {
   readonly config: Readonly<Config>;
   /** Keys and teams, the response cache (whose purge never stalls the server), the usage ledger and the audit log. */
-  readonly backend: Pick<StorageBackend, 'keys' | 'teams' | 'cache' | 'ledger' | 'audit'>;
+  readonly backend: Pick<StorageBackend, 'keys' | 'teams' | 'cache' | 'ledger' | 'audit' | 'alerts'>;
   readonly admission: Admission;
   readonly accounting: Accounting;
   readonly clock: Clock;
@@ -189,6 +190,12 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         const q = auditQuery(request.query);
         if (isAuditInputError(q)) throw new Refusal(failure(q.code, `${q.field}: ${q.message}.`));
         return send(reply, 200, auditPageView(await audit.list(q)));
+      });
+
+      admin.get<{ Querystring: Record<string, unknown> }>('/notifications', async (request, reply) => {
+        const q = notificationsQuery(request.query);
+        if (isNotificationsInputError(q)) throw new Refusal(failure(q.code, `${q.field}: ${q.message}.`));
+        return send(reply, 200, await notificationsView(deps.backend, q));
       });
     },
     { prefix: '/admin' },
