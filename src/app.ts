@@ -94,7 +94,9 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
   // Failed-authentication counters are this process's own, in memory, whatever the backend (admission.ts).
   const addresses = new WindowCounters(clock);
-  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses });
+  // The notifier is made below (it needs the metrics' observer); a charge before then has nothing to nudge.
+  let notifier: Notifier | null = null;
+  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses, onCharge: () => notifier?.nudge() });
   const costs = (): EmbeddedCosts =>
     onlyEmbedded((b) => ({
       ledger: b.ledger,
@@ -130,7 +132,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   };
   const maintenance = setInterval(maintain, config.cache.maintenanceIntervalMs);
   maintenance.unref();
-  const notifier = new Notifier(config, { stores: backend, clock, providerBudgets: provider, log: logger, observer: metrics.budgets }).start();
+  const notifying = (notifier = new Notifier(config, { stores: backend, clock, providerBudgets: provider, log: logger, observer: metrics.budgets }).start());
   const server = buildServer({
     config,
     logger,
@@ -168,7 +170,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     upstream,
     logger,
     metrics,
-    notifier,
+    notifier: notifying,
     async listen() {
       const { host, port } = config.server;
       return server.listen({ host, port }).catch((err: unknown) => Promise.reject(listenError(err, host, port)));
@@ -178,7 +180,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
         draining = true;
         clearInterval(maintenance);
         // No new evaluation or claim; sends under way end within notifications.delivery.timeoutMs.
-        const notifying = notifier.stop();
+        const stopped = notifying.stop();
         backend.stopHousekeeping();
         addresses.close();
         await drainHttp(server, config.server.shutdownGraceMs, logger);
@@ -187,7 +189,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
         // flush: wait for every reservation to be settled, a few turns, bounded. One still open
         // after that stays in tollgate.db and is charged at its estimate at the next start.
         await settled(() => backend.credits.inFlight() === 0, SETTLE_AT_CLOSE_MS);
-        await notifying;
+        await stopped;
         // Batched writes flushed in order after the last request, then the databases closed.
         await backend.close();
       })();

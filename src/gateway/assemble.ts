@@ -25,6 +25,8 @@ export interface GatewayDeps {
   readonly addresses: AddressCounters;
   /** The claims' timing (replica-herd.ts), when not the default: tests shorten it. */
   readonly herd?: Partial<HerdSettings>;
+  /** A charge was recorded (accounting.ts onCharge): the budget notifications look sooner. */
+  readonly onCharge?: () => void;
 }
 
 /** The pipeline's parts over a backend's ports, configured: the one place the gateway is put together. */
@@ -39,6 +41,7 @@ export function assembleGateway(
     logger.warn({ key_id: keyId, err: err.message }, 'stored rate policy unreadable; key treated as unlimited'),
   );
   const accounting = new Accounting(stores.credits, stores.ledger, {
+    ...(deps.onCharge && { onCharge: deps.onCharge }),
     estimates: config.credits.estimates,
     providerBudgets: providerBudgets(config),
     onInvalidBudget: (keyId, err) => logger.warn({ key_id: keyId, err: err.message }, 'stored credit budget unreadable; key refused provider calls'),

@@ -9,6 +9,9 @@ import type { StorageBackend } from '../store/backend.js';
 import { WebhookDelivery, type DeliveryLog } from './delivery.js';
 import { BudgetEvaluator, type BudgetObserver } from './evaluator.js';
 
+/** How long after a charge its budgets are evaluated (notifications.evaluateIntervalMs if shorter). */
+const NUDGE_MS = 500;
+
 export interface NotifierDeps {
   readonly stores: Pick<StorageBackend, 'keys' | 'teams' | 'credits' | 'alerts'>;
   readonly clock: Clock;
@@ -27,7 +30,10 @@ export class Notifier {
   readonly evaluator: BudgetEvaluator;
   readonly delivery: WebhookDelivery;
   private timer: NodeJS.Timeout | null = null;
+  private nudged: NodeJS.Timeout | null = null;
   private pass: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
+  private stopped = false;
 
   constructor(
     private readonly config: Readonly<Config>,
@@ -62,9 +68,34 @@ export class Notifier {
     return this;
   }
 
-  /** One evaluation pass now (unless one is under way); resolves when it has ended. */
+  /**
+   * A charge was just recorded: evaluate soon rather than at the next interval. Debounced — one
+   * pass NUDGE_MS after the first charge, however many follow — so that a burst of requests costs
+   * one pass. Called on the request path: it only arms a timer.
+   */
+  nudge(): void {
+    if (this.nudged || this.stopped) return;
+    this.nudged = setTimeout(() => {
+      this.nudged = null;
+      void this.evaluateNow();
+    }, Math.min(NUDGE_MS, this.config.notifications.evaluateIntervalMs));
+    this.nudged.unref();
+  }
+
+  /**
+   * An evaluation pass that starts now, or, while one runs, right after it (one queued pass for
+   * any number of callers): what it reads is at least as recent as the call.
+   */
   evaluateNow(): Promise<void> {
-    this.pass ??= this.evaluator
+    if (this.stopped) return Promise.resolve();
+    if (this.pass) {
+      this.queued ??= this.pass.then(() => {
+        this.queued = null;
+        return this.evaluateNow();
+      });
+      return this.queued;
+    }
+    this.pass = this.evaluator
       .evaluate()
       .then(
         (fresh) => {
@@ -81,7 +112,10 @@ export class Notifier {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.nudged) clearTimeout(this.nudged);
+    await this.queued;
     await this.pass;
     await this.delivery.stop();
   }

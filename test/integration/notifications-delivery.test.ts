@@ -28,11 +28,11 @@ async function until(ok: () => boolean, ms = 10_000): Promise<void> {
   }
 }
 
-async function stackFor(r: Receiver, delivery: Record<string, number>): Promise<Stack> {
+async function stackFor(r: Receiver, delivery: Record<string, number>, evaluateIntervalMs = 100): Promise<Stack> {
   return startStack({
     config: {
       adminToken: TOKEN,
-      notifications: { thresholds: [100], evaluateIntervalMs: 100, webhooks: [{ url: r.url, secret: SECRET }], delivery: { pollIntervalMs: 50, ...delivery } },
+      notifications: { thresholds: [100], evaluateIntervalMs, webhooks: [{ url: r.url, secret: SECRET }], delivery: { pollIntervalMs: 50, ...delivery } },
     },
   });
 }
@@ -124,5 +124,14 @@ describe('webhook delivery', () => {
     await s.app.notifier.evaluateNow();
     expect(await alerts(s)).toHaveLength(2);
     expect(receiver.received).toHaveLength(whileDown + 2);
+  }, 30_000);
+
+  it('a charge nudges the evaluator: the alert is sent within a second, not at the next (hourly) interval', async () => {
+    receiver = await startReceiver();
+    s = await stackFor(receiver, {}, 3_600_000);
+    const t0 = Date.now();
+    expect(await spend(s, s.newKey({ name: 'nudged', credits: '3/day' }).secret)).toBe(200);
+    await until(() => receiver!.received.length === 1, 3_000);
+    expect(Date.now() - t0).toBeLessThan(2_000);
   }, 30_000);
 });
