@@ -57,7 +57,7 @@ export class BudgetEvaluator {
   async evaluate(): Promise<BudgetAlert[]> {
     const { stores, clock, thresholds } = this.deps;
     const now = clock.now();
-    const watched = await this.watched();
+    const watched = await this.watched(now);
     const states = await stores.credits.states(watched, now, { fresh: true });
     const facts: BudgetFact[] = [];
     const crossed: NewBudgetAlert[] = [];
@@ -84,12 +84,13 @@ export class BudgetEvaluator {
   }
 
   /** Every budget to watch, in the order the credit scopes are read. */
-  private async watched(): Promise<Watched[]> {
+  private async watched(now: number): Promise<Watched[]> {
     const { stores } = this.deps;
     const [keys, teams] = await Promise.all([stores.keys.list(), stores.teams.list()]);
     const out: Watched[] = [];
     for (const k of keys) {
-      if (k.revokedAt !== null || !k.credits) continue;
+      // A revoked or expired key spends nothing more: its budget is no longer watched (nor exported).
+      if (k.revokedAt !== null || (k.expiresAt !== null && k.expiresAt <= now) || !k.credits) continue;
       const budgets = this.parse(k.credits, k.id);
       if (budgets.length > 0) out.push({ scope: k.id, name: k.name, budgets });
     }

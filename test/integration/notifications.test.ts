@@ -157,9 +157,19 @@ describe('thresholds of key, team and provider budgets, once per period', () => 
     const next = await s.get(`/admin/notifications?cursor=${r.json.next_cursor}&limit=1000`, { key: null, headers: { authorization: `Bearer ${TOKEN}` } });
     expect(next.json.alerts).toHaveLength(5);
     expect(next.json.next_cursor).toBeNull();
-    const bad = await s.get('/admin/notifications?limit=0', { key: null, headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(bad.status).toBe(400);
-    expect(bad.json.error.code).toBe('INVALID_PARAMETER');
+    for (const [query, code, message] of [
+      ['limit=0', 'INVALID_PARAMETER', /^limit: expected a whole number from 1 to 1000/],
+      ['limit=1&limit=2', 'INVALID_PARAMETER', /^limit:/],
+      ['cursor=bm9wZQ', 'INVALID_PARAMETER', /^cursor: not a cursor this API handed out/],
+      ['scope=key', 'UNKNOWN_PARAMETER', /^scope: unknown parameter; allowed: limit, cursor/],
+    ] as const) {
+      const bad = await s.get(`/admin/notifications?${query}`, { key: null, headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(bad.status, query).toBe(400);
+      expect(bad.json.error.code, query).toBe(code);
+      expect(bad.json.error.message, query).toMatch(message);
+      expect(bad.json.error.request_id).toBe(bad.headers['x-request-id']);
+    }
+    expect((await s.get('/admin/notifications', { key: null })).status).toBe(401);
 
     const text = (await s.get('/metrics', { key: null })).text;
     expect(promtool(['check', 'metrics'], { input: text }).code).toBe(0);
