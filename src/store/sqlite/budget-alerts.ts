@@ -48,7 +48,7 @@ export class SqliteBudgetAlerts implements BudgetAlerts {
         const out: BudgetAlert[] = [];
         for (const a of alerts) {
           const id = newEventId(a.crossedAt);
-          if (this.insertAlert.run({ id, ...a }).changes === 0) continue;
+          if (this.insertAlert.run({ ...a, id }).changes === 0) continue;
           for (const w of webhooks) this.insertDelivery.run(id, w, now);
           out.push({ ...a, id, deliveries: webhooks.map((w) => pendingDelivery(w, now)) });
         }
