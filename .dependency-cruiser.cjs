@@ -37,7 +37,7 @@ module.exports = {
       name: 'config-above-domain-only',
       severity: 'error',
       comment: 'The configuration is validated with the domain parsers and nothing above them.',
-      from: { path: '^src/config(-schema|-env)?\\.ts$' },
+      from: { path: '^src/config(-schema|-env|-notifications)?\\.ts$' },
       to: { path: '^src/(store|gateway|upstream|http|admin|obs|cli|simulator)/' },
     },
     {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { webhookName } from '../config-schema.js';
+import { webhookName } from '../config-notifications.js';
 import type { Config } from '../config.js';
 import type { AttemptOutcome } from '../domain/budget-alerts.js';
 import type { Clock } from '../domain/clock.js';

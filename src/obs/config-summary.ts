@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { configWarnings, type Config } from '../config.js';
-import { webhookName } from '../config-schema.js';
+import { webhookName } from '../config-notifications.js';
 import { VERSION } from './version.js';
 
 /**

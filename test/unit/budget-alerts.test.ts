@@ -13,7 +13,10 @@ import {
   verifySignature,
 } from '../../src/domain/budget-alerts.js';
 import { PROVIDER_SCOPE } from '../../src/domain/credits.js';
-import { validateConfig } from '../../src/config.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, validateConfig } from '../../src/config.js';
 import { masked } from '../../src/cli/config.js';
 
 describe('crossedThresholds', () => {
@@ -122,5 +125,20 @@ describe('configuration', () => {
   it('defaults to 50, 80 and 100 %, no webhooks; config check masks only the secrets', () => {
     expect(validateConfig({}).notifications).toMatchObject({ thresholds: [50, 80, 100], webhooks: [] });
     expect(masked('secret', [{ name: 'ops', ...hook }])).toEqual([{ name: 'ops', url: hook.url, secret: '********' }]);
+  });
+
+  it('reads the webhooks from TOLLGATE_NOTIFICATIONS_WEBHOOKS (a JSON array) or from the file _FILE names', () => {
+    const list = [{ name: 'ops', ...hook }];
+    expect(loadConfig({ env: { TOLLGATE_NOTIFICATIONS_WEBHOOKS: JSON.stringify(list) } }).notifications.webhooks).toEqual(list);
+    const dir = mkdtempSync(join(tmpdir(), 'tg-hooks-'));
+    try {
+      writeFileSync(join(dir, 'webhooks.json'), JSON.stringify(list) + '\n');
+      expect(loadConfig({ env: { TOLLGATE_NOTIFICATIONS_WEBHOOKS_FILE: join(dir, 'webhooks.json'), TOLLGATE_NOTIFICATIONS_THRESHOLDS: '25,90' } }).notifications).toMatchObject({
+        webhooks: list,
+        thresholds: [25, 90],
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
