@@ -10,6 +10,7 @@
  *                    store/open.ts picks a backend from the configuration
  *   upstream/        the provider client
  *   gateway/         the pipeline, typed against the ports
+ *   notify/          budget notifications (evaluator, webhook sender), typed against the ports
  *   http/ admin/ dashboard/ obs/ cli/ app.ts cli.ts   the edges (dashboard/: pages over admin/'s functions)
  *
  * A rule's name says which boundary it keeps; its comment says why.
@@ -36,7 +37,7 @@ module.exports = {
       name: 'config-above-domain-only',
       severity: 'error',
       comment: 'The configuration is validated with the domain parsers and nothing above them.',
-      from: { path: '^src/config(-schema|-env)?\\.ts$' },
+      from: { path: '^src/config(-schema|-env|-notifications)?\\.ts$' },
       to: { path: '^src/(store|gateway|upstream|http|admin|obs|cli|simulator)/' },
     },
     {
@@ -89,11 +90,18 @@ module.exports = {
       to: { path: ['^src/(gateway|store|http|admin|cli)/', EDGES] },
     },
     {
+      name: 'notify-below-the-edges',
+      comment: 'Budget notifications run beside the pipeline on the ports; the edges start them and read their store, never the reverse.',
+      severity: 'error',
+      from: { path: '^src/notify/' },
+      to: { path: ['^src/(gateway|http|admin|cli|obs|upstream)/', EDGES] },
+    },
+    {
       name: 'obs-below-the-edges',
       severity: 'error',
       comment: 'Logging, metrics and health are used by the edges and the pipeline; they import neither.',
       from: { path: '^src/obs/' },
-      to: { path: ['^src/(gateway|http|admin|cli|store/sqlite)/', EDGES] },
+      to: { path: ['^src/(gateway|http|admin|cli|notify|store/sqlite)/', EDGES] },
     },
     {
       name: 'dashboard-over-the-admin-functions',

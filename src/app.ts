@@ -20,6 +20,7 @@ import { isPromise } from './store/ports.js';
 import type { ApiKey } from './domain/keys.js';
 import { WindowCounters } from './store/window-counters.js';
 import type { StorageBackend } from './store/backend.js';
+import { Notifier } from './notify/notifier.js';
 
 // The benchmarks fill the databases of a build through its dist/app.js.
 export { openCacheDb, openMainDb } from './store/open.js';
@@ -51,6 +52,8 @@ export interface App {
   readonly metrics: Metrics;
   /** The embedded backend's rate windows, credit budgets and ledger, for the tests. */
   readonly costs: EmbeddedCosts;
+  /** Budget notifications: the evaluator and the webhook sender, running off the request path. */
+  readonly notifier: Notifier;
   /** Listen on the configured host and port; resolves to the base URL. */
   listen(): Promise<string>;
   /**
@@ -87,11 +90,13 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     if (!embedded) throw new Error('this app runs on the shared backend: use app.backend');
     return read(embedded);
   };
-  const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels });
+  const metrics = new Metrics({ perKeyLabels: config.metrics.perKeyLabels, thresholds: config.notifications.thresholds });
   const upstream = new UpstreamClient(settings, { clock, logger, observer: metrics.upstreamObserver });
   // Failed-authentication counters are this process's own, in memory, whatever the backend (admission.ts).
   const addresses = new WindowCounters(clock);
-  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses, onUnclaimedCall: (reason) => metrics.observeUnclaimedCall(reason) });
+  // The notifier is made below (it needs the metrics' observer); a charge before then has nothing to nudge.
+  let notifier: Notifier | null = null;
+  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses, onCharge: () => notifier?.nudge(), onUnclaimedCall: (reason) => metrics.observeUnclaimedCall(reason) });
   const costs = (): EmbeddedCosts =>
     onlyEmbedded((b) => ({
       ledger: b.ledger,
@@ -127,6 +132,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   };
   const maintenance = setInterval(maintain, config.cache.maintenanceIntervalMs);
   maintenance.unref();
+  const notifying = (notifier = new Notifier(config, { stores: backend, clock, providerBudgets: provider, log: logger, observer: metrics.budgets }).start());
   const server = buildServer({
     config,
     logger,
@@ -165,6 +171,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     upstream,
     logger,
     metrics,
+    notifier: notifying,
     async listen() {
       const { host, port } = config.server;
       return server.listen({ host, port }).catch((err: unknown) => Promise.reject(listenError(err, host, port)));
@@ -173,6 +180,8 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
       closing ??= (async () => {
         draining = true;
         clearInterval(maintenance);
+        // No new evaluation or claim; sends under way end within notifications.delivery.timeoutMs.
+        const stopped = notifying.stop();
         backend.stopHousekeeping();
         addresses.close();
         await drainHttp(server, config.server.shutdownGraceMs, logger);
@@ -181,6 +190,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
         // flush: wait for every reservation to be settled, a few turns, bounded. One still open
         // after that stays in tollgate.db and is charged at its estimate at the next start.
         await settled(() => backend.credits.inFlight() === 0, SETTLE_AT_CLOSE_MS);
+        await stopped;
         // Batched writes flushed in order after the last request, then the databases closed.
         await backend.close();
       })();

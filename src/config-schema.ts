@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseBudgets } from './domain/credits.js';
 import { parseRatePolicies } from './domain/rate-limit.js';
 import { trustedProxies } from './domain/trusted-proxies.js';
+import { NotificationsSchema } from './config-notifications.js';
 
 /**
  * The configuration's shape: every option, its default and its bounds, checked with the same
@@ -231,6 +232,7 @@ export const ConfigSchema = z.strictObject({
       pruneIntervalMs: ms.default(3_600_000),
     })
     .prefault({}),
+  notifications: NotificationsSchema,
   metrics: z
     .strictObject({
       /** Label credit and refusal series with key names; off for many keys or names that must not leave the host. */

@@ -7,8 +7,8 @@ import type { StorageBackend } from '../store/backend.js';
 /** What the admin API (and the dashboard, which shows the same views) is built from. */
 export interface AdminDeps {
   readonly config: Readonly<Config>;
-  /** Keys and teams, the response cache (whose purge never stalls the server), the usage ledger and the audit log. */
-  readonly backend: Pick<StorageBackend, 'keys' | 'teams' | 'cache' | 'ledger' | 'audit'>;
+  /** Keys and teams, the response cache (whose purge never stalls the server), the usage ledger, the audit log and the budget alerts. */
+  readonly backend: Pick<StorageBackend, 'keys' | 'teams' | 'cache' | 'ledger' | 'audit' | 'alerts'>;
   readonly admission: Admission;
   readonly accounting: Accounting;
   readonly clock: Clock;

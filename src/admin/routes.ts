@@ -13,6 +13,7 @@ import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { ADMIN_API_ACTOR, purgeChange } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
 import { crossSite, sessionCookie } from '../domain/sessions.js';
+import { isNotificationsInputError, notificationsQuery, notificationsView } from './notifications.js';
 
 export type { AdminDeps } from './deps.js';
 
@@ -147,6 +148,12 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         const q = auditQuery(request.query);
         if (isAuditInputError(q)) throw new Refusal(failure(q.code, `${q.field}: ${q.message}.`));
         return send(reply, 200, auditPageView(await audit.list(q)));
+      });
+
+      admin.get<{ Querystring: Record<string, unknown> }>('/notifications', async (request, reply) => {
+        const q = notificationsQuery(request.query);
+        if (isNotificationsInputError(q)) throw new Refusal(failure(q.code, `${q.field}: ${q.message}.`));
+        return send(reply, 200, await notificationsView(deps.backend, q));
       });
     },
     { prefix: '/admin' },

@@ -77,6 +77,8 @@ function leaves(o: unknown, prefix = ''): Array<[string, unknown]> {
 
 /** A secret is shown as set or not; a URL keeps everything but its password. */
 export function masked(sensitive: Sensitivity | null, value: unknown): unknown {
+  // A list of objects (notifications.webhooks): each one's `secret` masked, the rest shown.
+  if (sensitive === 'secret' && Array.isArray(value)) return value.map((v: unknown) => (v && typeof v === 'object' && 'secret' in v ? { ...v, secret: MASK } : v));
   if (value === null || sensitive === null || typeof value !== 'string') return value;
   if (sensitive === 'secret') return MASK;
   try {

@@ -16,6 +16,11 @@ export interface AccountingOptions {
   readonly onReserveError?: (err: Error) => void;
   /** Budgets could not be read for an answer's X-Credits-* fields; it went without them. */
   readonly onReadError?: (err: Error) => void;
+  /**
+   * A row that charged credits was handed to the ledger: the budget notifications' nudge
+   * (notify/notifier.ts), which only arms a timer. Called synchronously, so it must not throw or wait.
+   */
+  readonly onCharge?: () => void;
 }
 
 /**
@@ -90,7 +95,9 @@ export class Accounting {
    * Never fails for storage: a row that cannot be written yet is kept and retried.
    */
   settle(row: LedgerRow): MaybePromise<void> {
-    return this.ledger.record(row);
+    const recorded = this.ledger.record(row);
+    if (row.credits > 0) this.opts.onCharge?.();
+    return recorded;
   }
 
   /**

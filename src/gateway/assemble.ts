@@ -28,6 +28,8 @@ export interface GatewayDeps {
   readonly herd?: Partial<HerdSettings>;
   /** Each provider call made without a replicas' claim (metrics: tollgate_herd_unclaimed_calls_total). */
   readonly onUnclaimedCall?: (reason: UnclaimedReason) => void;
+  /** A charge was recorded (accounting.ts onCharge): the budget notifications look sooner. */
+  readonly onCharge?: () => void;
 }
 
 /** The pipeline's parts over a backend's ports, configured: the one place the gateway is put together. */
@@ -42,6 +44,7 @@ export function assembleGateway(
     logger.warn({ key_id: keyId, err: err.message }, 'stored rate policy unreadable; key treated as unlimited'),
   );
   const accounting = new Accounting(stores.credits, stores.ledger, {
+    ...(deps.onCharge && { onCharge: deps.onCharge }),
     estimates: config.credits.estimates,
     providerBudgets: providerBudgets(config),
     onInvalidBudget: (keyId, err) => logger.warn({ key_id: keyId, err: err.message }, 'stored credit budget unreadable; key refused provider calls'),

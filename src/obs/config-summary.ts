@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { configWarnings, type Config } from '../config.js';
+import { webhookName } from '../config-notifications.js';
 import { VERSION } from './version.js';
 
 /**
@@ -33,6 +34,9 @@ export function configSummary(config: Readonly<Config>): Record<string, unknown>
     key_defaults: config.keys.defaults,
     passthrough_paths: config.passthrough.paths,
     trusted_proxies: config.server.trustedProxies,
+    notification_thresholds: config.notifications.thresholds,
+    // Names and hosts only: a webhook's secret (or a token in its URL) never reaches a log line.
+    notification_webhooks: config.notifications.webhooks.map((w) => ({ name: webhookName(w), host: new URL(w.url).host })),
     ...(warnings.length > 0 ? { warnings } : {}),
   };
 }

@@ -4,6 +4,7 @@ import { endpointByPath } from '../domain/endpoints.js';
 import { UNCLAIMED_REASONS, type UnclaimedReason } from '../domain/herd.js';
 import type { UpstreamObserver } from '../upstream/types.js';
 import { registerGauges, type MetricsSources } from './metric-gauges.js';
+import { BudgetMetrics } from './budget-metrics.js';
 import { ANONYMOUS_REFUSALS, CACHE_STATUSES, CLIENT_ERROR_REASONS, KEYED_REFUSALS, LIMITED_ENDPOINTS, LOOKUP_ENDPOINTS, PROVIDER_STATUSES, grid } from './metric-labels.js';
 
 export type { MetricsSources } from './metric-gauges.js';
@@ -13,6 +14,8 @@ export interface MetricsOptions {
   readonly perKeyLabels: boolean;
   /** Node process metrics (CPU, memory, event loop, GC). */
   readonly defaultMetrics?: boolean;
+  /** notifications.thresholds: the alert counter's series start from 0 for each. */
+  readonly thresholds?: readonly number[];
 }
 
 /** One finished HTTP request, as the server's onResponse hook knows it. */
@@ -69,6 +72,8 @@ export class Metrics {
   /** `key` label values whose refusal series exist (from 0): at most MAX_KEY_LABELS + 2. */
   private readonly seededKeys = new Set<string>();
   private sources: MetricsSources | null = null;
+  /** Budgets left, alerts and webhook deliveries: the notifier's observer (notify/notifier.ts). */
+  readonly budgets: BudgetMetrics;
 
   private readonly requests;
   private readonly duration;
@@ -166,6 +171,7 @@ export class Metrics {
       registers,
     });
     registerGauges(registers, () => this.sources);
+    this.budgets = new BudgetMetrics(registers, opts.thresholds ?? []);
     this.seed();
   }
 

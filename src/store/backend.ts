@@ -1,5 +1,5 @@
 import type { Clock } from '../domain/clock.js';
-import type { AuditLog, CallClaims, Sessions, ChangeFeed, Credits, Keys, LastUsed, Ledger, LedgerBacklog, MaybePromise, RateCounters, ResponseCache, Teams } from './ports.js';
+import type { AuditLog, BudgetAlerts, CallClaims, Sessions, ChangeFeed, Credits, Keys, LastUsed, Ledger, LedgerBacklog, MaybePromise, RateCounters, ResponseCache, Teams } from './ports.js';
 
 /*
  * A backend whole: every port of ports.ts with its lifecycle (health, gauges, flush, close),
@@ -30,6 +30,8 @@ export interface StorageBackend {
   readonly audit: AuditLog;
   /** The dashboard's sign-in sessions, by their id's hash. */
   readonly sessions: Sessions;
+  /** Budget alerts and the webhook deliveries they queue (the notifications' outbox). */
+  readonly alerts: BudgetAlerts;
   readonly lastUsed: LastUsed;
   readonly rates: RateCounters;
   readonly credits: Credits;

@@ -1,4 +1,5 @@
 import type { AuditEntry, AuditPage, AuditQuery, NewAuditEntry } from '../domain/audit.js';
+import type { AlertQuery, AttemptOutcome, BudgetAlert, BudgetAlertPage, ClaimedDelivery, NewBudgetAlert } from '../domain/budget-alerts.js';
 import type { CacheEntry, CacheStats, NewEntry } from '../domain/cache-entry.js';
 import type { Budget, BudgetState, Period } from '../domain/credits.js';
 import type { ApiKey, FoundKey, KeyPatch, NewKey } from '../domain/keys.js';
@@ -97,6 +98,33 @@ export interface Sessions {
   get(idHash: string, now: number): MaybePromise<DashboardSession | null>;
   /** End the session; false when there was none. */
   revoke(idHash: string): MaybePromise<boolean>;
+}
+
+/**
+ * Budget alerts and their webhook deliveries (domain/budget-alerts.ts, README "Budget
+ * notifications"): the outbox of notifications. Evaluated off the request path by every
+ * serving process, so the store is what makes an alert fire once: `record` inserts each alert
+ * under a uniqueness constraint on (scope, period, period start, threshold) and queues its
+ * deliveries in the same transaction; a second process (or a restart) recording the same
+ * alert gets nothing back. Deliveries are leased when claimed, so that two processes never send
+ * the same one at once; a lease that lapses (its process died mid-send) is claimed again:
+ * delivery is at least once, with the alert's id as the receiver's idempotency key.
+ */
+export interface BudgetAlerts {
+  /**
+   * Record the alerts not recorded before, each with a pending delivery per webhook (due at
+   * once), atomically; returns those this call recorded (with their new ids).
+   */
+  record(alerts: readonly NewBudgetAlert[], webhooks: readonly string[], now: number): MaybePromise<BudgetAlert[]>;
+  /**
+   * Up to `limit` pending deliveries due at `now` whose lease is free (or lapsed), oldest first,
+   * leased to `owner` until `now + leaseMs` with their attempt counted.
+   */
+  claim(owner: string, now: number, limit: number, leaseMs: number): MaybePromise<ClaimedDelivery[]>;
+  /** The end of an attempt `owner` claimed; ignored when its lease went to another meanwhile. */
+  settle(alertId: string, webhook: string, owner: string, outcome: AttemptOutcome): MaybePromise<void>;
+  /** Alerts newest first (crossed_at, then id), with their deliveries. */
+  list(q: AlertQuery): MaybePromise<BudgetAlertPage>;
 }
 
 /** When each key was last used: noted per request, written behind in batches. */

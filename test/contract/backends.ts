@@ -16,13 +16,13 @@ import { freshPrefix, REDIS_URL } from '../helpers/redis.js';
  * (PostgreSQL + Redis, issue #12's multi-replica follow-up) is one more entry in BACKENDS.
  */
 
-export type SuiteName = 'keys' | 'audit' | 'sessions' | 'teams' | 'rates' | 'credits' | 'ledger' | 'cache' | 'changes' | 'claims' | 'backend' | 'replicas';
+export type SuiteName = 'keys' | 'audit' | 'sessions' | 'alerts' | 'teams' | 'rates' | 'credits' | 'ledger' | 'cache' | 'changes' | 'claims' | 'backend' | 'replicas';
 /**
  * Every suite but `replicas`: several live processes serving from one storage, each charging
  * only the dead ones' reservations, which only a shared backend supports (the embedded one
  * serves from one process, and charges every reservation but its own).
  */
-export const COMMON_SUITES: readonly SuiteName[] = ['keys', 'audit', 'sessions', 'teams', 'rates', 'credits', 'ledger', 'cache', 'changes', 'claims', 'backend'];
+export const COMMON_SUITES: readonly SuiteName[] = ['keys', 'audit', 'sessions', 'alerts', 'teams', 'rates', 'credits', 'ledger', 'cache', 'changes', 'claims', 'backend'];
 
 export interface OpenOptions {
   /** The clock of every handle on the storage (a new FakeClock at 2026-01-01 when absent). */
@@ -139,6 +139,7 @@ const MAYBE_LATER: Record<string, readonly string[]> = {
   teams: ['list', 'get', 'set'],
   audit: ['append', 'list'],
   sessions: ['create', 'get', 'revoke'],
+  alerts: ['record', 'claim', 'settle', 'list'],
   lastUsed: ['flush'],
   rates: ['counts', 'add', 'take', 'flush'],
   credits: ['used', 'reserved', 'states', 'tryReserve'],

@@ -1,4 +1,5 @@
 import { auditContract } from './audit.contract.js';
+import { budgetAlertsContract } from './budget-alerts.contract.js';
 import { backendContract } from './backend.contract.js';
 import { BACKENDS, type BackendFactory, type SuiteName } from './backends.js';
 import { callClaimsContract } from './call-claims.contract.js';
@@ -21,6 +22,7 @@ const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
   keys: keysContract,
   audit: auditContract,
   sessions: sessionsContract,
+  alerts: budgetAlertsContract,
   teams: teamsContract,
   rates: rateCountersContract,
   credits: creditsContract,

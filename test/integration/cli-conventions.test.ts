@@ -168,6 +168,7 @@ describe('--json', () => {
     // A second revoke changes nothing and succeeds, as in the admin API.
     expect(await run('keys', 'revoke', created.id)).toMatchObject({ state: 'revoked' });
     expect(await run('usage', '--by', 'day')).toEqual([]);
+    expect(await run('notifications', 'list')).toEqual({ alerts: [], next_cursor: null });
 
     await openBackend(validateConfig({ dataDir: dir }), { role: 'cli', open: ['cache'] }).close();
     expect(await run('cache', 'stats')).toEqual({ entries: 0, bytes: 0, hits: 0, misses: 0, hit_ratio: null, by_endpoint: {} });
@@ -225,7 +226,7 @@ describe('every command', () => {
     await walk([]);
     // At least these; a command added later is held to the same rules below without editing a list.
     expect([...leaves.keys()]).toEqual(
-      expect.arrayContaining(['cache purge', 'cache stats', 'completion', 'demo', 'keys create', 'keys list', 'keys revoke', 'keys rotate', 'keys show', 'keys update', 'migrate', 'migrate-data', 'serve', 'simulator', 'usage', 'version']),
+      expect.arrayContaining(['cache purge', 'cache stats', 'completion', 'demo', 'keys create', 'keys list', 'keys revoke', 'keys rotate', 'keys show', 'keys update', 'migrate', 'notifications list', 'migrate-data', 'serve', 'simulator', 'usage', 'version']),
     );
     // serve prints JSON log lines already; completion prints a shell script.
     for (const [leaf, help] of leaves) if (leaf !== 'serve' && leaf !== 'completion') expect(help, leaf).toMatch(/^ {2}--json /m);

@@ -246,12 +246,13 @@ describe('secrets are marked in the schema', () => {
   it('every token, key, password and URL option says what config check masks', () => {
     for (const o of ENV_OPTIONS) {
       const leaf = o.path.split('.').pop()!;
-      if (/token|apikey|password|secret/i.test(leaf)) expect(o.sensitive, o.path).toBe('secret');
+      // Webhooks carry their secrets (each one's `secret` is masked, the rest shown).
+      if (/token|apikey|password|secret|webhooks/i.test(leaf)) expect(o.sensitive, o.path).toBe('secret');
       else if (/url$/i.test(leaf)) expect(o.sensitive, o.path).toBe('url');
       else expect(o.sensitive, o.path).toBeNull();
     }
     expect(ENV_OPTIONS.filter((o) => o.sensitive).map((o) => o.path).sort()).toEqual(
-      ['adminToken', 'metrics.token', 'storage.databaseUrl', 'storage.redisUrl', 'upstream.apiKey', 'upstream.url'].sort(),
+      ['adminToken', 'metrics.token', 'notifications.webhooks', 'storage.databaseUrl', 'storage.redisUrl', 'upstream.apiKey', 'upstream.url'].sort(),
     );
   });
 

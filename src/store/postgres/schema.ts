@@ -168,6 +168,38 @@ export const MIGRATIONS: readonly string[] = [
      expires_at bigint NOT NULL
    );
    CREATE INDEX dashboard_sessions_expires ON dashboard_sessions (expires_at)`,
+  // 10: budget notifications (budget-alerts.ts): one alert per (scope, period, period start,
+  // threshold), unique here so that a threshold fires once however many replicas evaluate it;
+  // its webhook deliveries in an outbox written in the alert's transaction, claimed with
+  // FOR UPDATE SKIP LOCKED and leased while being sent.
+  `CREATE TABLE budget_alerts (
+     id            text PRIMARY KEY,
+     scope         text NOT NULL,
+     scope_name    text NOT NULL,
+     period        text NOT NULL,
+     period_start  bigint NOT NULL,
+     period_end    bigint NOT NULL,
+     threshold     integer NOT NULL,
+     used          bigint NOT NULL,
+     limit_credits bigint NOT NULL,
+     crossed_at    bigint NOT NULL,
+     UNIQUE (scope, period, period_start, threshold)
+   );
+   CREATE INDEX budget_alerts_crossed ON budget_alerts (crossed_at, id);
+   CREATE TABLE alert_deliveries (
+     alert_id     text NOT NULL REFERENCES budget_alerts (id),
+     webhook      text NOT NULL,
+     state        text NOT NULL,
+     attempts     integer NOT NULL DEFAULT 0,
+     next_at      bigint,
+     lease_owner  text,
+     lease_until  bigint,
+     last_status  integer,
+     last_error   text,
+     delivered_at bigint,
+     PRIMARY KEY (alert_id, webhook)
+   );
+   CREATE INDEX alert_deliveries_due ON alert_deliveries (state, next_at)`,
 ];
 
 /**

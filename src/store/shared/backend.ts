@@ -11,6 +11,7 @@ import { PgKeys } from '../postgres/keys.js';
 import { PgTeams } from '../postgres/teams.js';
 import { PgAudit } from '../postgres/audit.js';
 import { PgSessions } from '../postgres/sessions.js';
+import { PgBudgetAlerts } from '../postgres/budget-alerts.js';
 import { PgLedger } from '../postgres/ledger.js';
 import { PgLedgerRetention } from '../postgres/ledger-retention.js';
 import { ReplicaLease } from '../postgres/lease.js';
@@ -29,7 +30,7 @@ import { probe } from './probe.js';
 const RECOVERY_EVERY_MS = 5_000;
 
 /** The ports a SharedBackend exposes, as its own fields. */
-type Ports = 'changes' | 'keys' | 'teams' | 'audit' | 'sessions' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
+type Ports = 'changes' | 'keys' | 'teams' | 'audit' | 'sessions' | 'alerts' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
 
 /** Everything a SharedBackend holds: its ports, and the connections and timers behind them. */
 interface Parts extends Pick<SharedBackend, Ports> {
@@ -76,6 +77,7 @@ export class SharedBackend implements StorageBackend {
   readonly teams: Teams;
   readonly audit: PgAudit;
   readonly sessions: PgSessions;
+  readonly alerts: PgBudgetAlerts;
   readonly lastUsed: LastUsedBatcher;
   readonly rates: FallbackRateCounters;
   readonly credits: PgCredits;
@@ -84,7 +86,7 @@ export class SharedBackend implements StorageBackend {
   readonly claims: RedisCallClaims;
 
   private constructor(private readonly parts: Parts) {
-    ({ changes: this.changes, keys: this.keys, teams: this.teams, audit: this.audit, sessions: this.sessions, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
+    ({ changes: this.changes, keys: this.keys, teams: this.teams, audit: this.audit, sessions: this.sessions, alerts: this.alerts, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
     this.flushTimer = parts.server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
     this.flushTimer?.unref();
   }
@@ -128,7 +130,7 @@ export class SharedBackend implements StorageBackend {
       const keys = new RememberedKeys(table, changes);
       const teams = rememberedTeams(new PgTeams(pool, clock, audit), keys);
       const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
-      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, teams, audit, sessions: new PgSessions(pool), lastUsed, rates, credits, ledger, cache, claims, log, server });
+      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, log, server });
     } catch (err) {
       await recovery?.stop();
       await changes?.close();

@@ -18,6 +18,7 @@ import type { KeyStore } from './keys.js';
 import type { AuditStore } from './audit.js';
 import type { TeamStore } from './teams.js';
 import type { SessionStore } from './sessions.js';
+import type { SqliteBudgetAlerts } from './budget-alerts.js';
 import type { LedgerStore } from './ledger.js';
 import type { LimitStore } from './limits.js';
 import { mainDbPath } from './main-file.js';
@@ -99,6 +100,9 @@ export class SqliteBackend implements StorageBackend {
 
   get sessions(): SessionStore {
     return this.opened('main').sessions;
+  }
+  get alerts(): SqliteBudgetAlerts {
+    return this.opened('main').alerts;
   }
 
   get lastUsed(): LastUsedBatcher {

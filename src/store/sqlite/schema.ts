@@ -173,4 +173,39 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX dashboard_sessions_expires ON dashboard_sessions(expires_at);
     `);
   },
+  // Budget notifications (budget-alerts.ts): one alert per (scope, period, period start,
+  // threshold), made unique here so that it fires once whatever restarts; its webhook deliveries
+  // in an outbox beside it, written in the alert's transaction and leased while being sent.
+  (db) => {
+    db.exec(`
+      CREATE TABLE budget_alerts (
+        id            TEXT PRIMARY KEY,
+        scope         TEXT NOT NULL,
+        scope_name    TEXT NOT NULL,
+        period        TEXT NOT NULL,
+        period_start  INTEGER NOT NULL,
+        period_end    INTEGER NOT NULL,
+        threshold     INTEGER NOT NULL,
+        used          INTEGER NOT NULL,
+        limit_credits INTEGER NOT NULL,
+        crossed_at    INTEGER NOT NULL,
+        UNIQUE (scope, period, period_start, threshold)
+      ) STRICT;
+      CREATE INDEX budget_alerts_crossed ON budget_alerts(crossed_at, id);
+      CREATE TABLE alert_deliveries (
+        alert_id     TEXT NOT NULL REFERENCES budget_alerts(id),
+        webhook      TEXT NOT NULL,
+        state        TEXT NOT NULL,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        next_at      INTEGER,
+        lease_owner  TEXT,
+        lease_until  INTEGER,
+        last_status  INTEGER,
+        last_error   TEXT,
+        delivered_at INTEGER,
+        PRIMARY KEY (alert_id, webhook)
+      ) STRICT;
+      CREATE INDEX alert_deliveries_due ON alert_deliveries(state, next_at);
+    `);
+  },
 ];
