@@ -6,7 +6,7 @@ import type { AdminDeps } from './deps.js';
 import { bodyOf, Refusal, send, sendFailure } from './reply.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { registerUsageRoutes } from './usage-routes.js';
-import { budgetsView, listTeams, setTeam, showTeam } from './teams.js';
+import { budgetsView, keyWithBudgets, listTeams, setTeam, showTeam } from './teams.js';
 import { cacheStatsView } from './cache.js';
 import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
@@ -77,8 +77,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       admin.get('/keys', async (_request, reply) => send(reply, 200, { keys: (await keys.list()).map((k) => keyView(k, now())) }));
 
       admin.get<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
-        const k = await mustGet(request.params.id);
-        return send(reply, 200, { ...keyView(k, now()), budgets: budgetsView(await deps.accounting.keyStates(k, now())) });
+        return send(reply, 200, await keyWithBudgets(await mustGet(request.params.id), deps.accounting, now()));
       });
 
       admin.patch<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {

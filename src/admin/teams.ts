@@ -44,6 +44,16 @@ export function budgetsView(states: readonly BudgetState[]) {
 
 const iso = (t: number) => new Date(t).toISOString();
 
+/**
+ * A key with what its budgets have used and have left (`GET /admin/keys/:id`, `keys show`):
+ * `budgets` its own, `team_budgets` its team's, which its provider calls spend from too (empty
+ * without a team or when the team has no budget).
+ */
+export async function keyWithBudgets(k: ApiKey, accounting: Accounting, now: number) {
+  const [own, team] = await Promise.all([accounting.keyStates(k, now), k.team === null ? [] : accounting.teamStates(k.team, k.teamCredits, now)]);
+  return { ...keyView(k, now), budgets: budgetsView(own), team_budgets: budgetsView(team) };
+}
+
 /** A team as listed: its budget with use per period, and how many keys it has. */
 export async function teamView(t: Team, keys: readonly ApiKey[], accounting: Accounting, now: number) {
   return {
