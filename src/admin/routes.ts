@@ -10,7 +10,7 @@ import { budgetsView, deleteTeam, deletionRefusal, deletionView, keyWithBudgets,
 import { cacheStatsView } from './cache.js';
 import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
-import { ADMIN_API_ACTOR, purgeChange } from '../domain/audit.js';
+import { purgeChange } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
 
 export type { AdminDeps } from './deps.js';
@@ -60,8 +60,8 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       });
 
       const { keys, teams, cache, audit } = deps.backend;
-      // Who every change made here is by, in the audit log (a label option for the token is pending).
-      const actor = ADMIN_API_ACTOR;
+      // Who every change made here is by, in the audit log: the token's label (adminTokenLabel).
+      const actor = deps.config.adminTokenLabel;
       const now = () => deps.clock.now();
       const mustGet = async (id: string) => {
         const k = await keys.get(id);

@@ -16,8 +16,11 @@ export function isAuditAction(s: string): s is AuditAction {
   return (AUDIT_ACTIONS as readonly string[]).includes(s);
 }
 
-/** Who the admin API's changes are by, until the admin token gets a configurable label. */
+/** Who the admin API's changes are by unless `adminTokenLabel` says otherwise (config-schema.ts). */
 export const ADMIN_API_ACTOR = 'admin-api';
+
+/** The command line's actor (`cli:<OS user>`, or this alone without a user name). */
+export const CLI_ACTOR = 'cli';
 
 /** A JSON object of what changed: snake_case fields, never a secret or a secret's hash. */
 export type AuditState = Readonly<Record<string, unknown>>;
