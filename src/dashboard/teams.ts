@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { KeyInputError } from '../admin/keys.js';
 import { listTeams, setTeam, showTeam } from '../admin/teams.js';
+import { withReached } from './alerts.js';
 import { errorPage, frameOf, noticeOf, sessionOf, show, type DashboardDeps } from './context.js';
 import { field, formOf, seeOther } from './http.js';
 
@@ -8,9 +9,11 @@ import { field, formOf, seeOther } from './http.js';
 export function registerTeams(app: FastifyInstance, deps: DashboardDeps): void {
   const { teams, keys } = deps.backend;
   const now = () => deps.clock.now();
+  // Each budget with the threshold it has reached this period, for its badge (alerts.ts).
+  const reached = <B extends { used: number; limit: number }>(bs: readonly B[]) => withReached(bs, deps.config.notifications.thresholds);
 
   const list = async (request: FastifyRequest, reply: FastifyReply, status: number, error: string | null, typed: { name: string; credits: string }) => {
-    const rows = await listTeams(teams, keys, deps.accounting, now());
+    const rows = (await listTeams(teams, keys, deps.accounting, now())).map((t) => ({ ...t, budgets: reached(t.budgets) }));
     return show(request, reply, 'teams', frameOf(request, 'Teams', 'teams', { error }), { rows, typed }, status);
   };
 
@@ -25,7 +28,7 @@ export function registerTeams(app: FastifyInstance, deps: DashboardDeps): void {
     }
     if (!team) return errorPage(request, reply, 404, `No team named '${request.params.name}'.`, 'NOT_FOUND', '/dashboard/teams');
     const notice = noticeOf(request, { set: 'Budget saved.' });
-    return show(request, reply, 'team', frameOf(request, `Team ${team.name}`, 'teams', { notice }), { team });
+    return show(request, reply, 'team', frameOf(request, `Team ${team.name}`, 'teams', { notice }), { team: { ...team, budgets: reached(team.budgets) } });
   });
 
   // Creates the team or replaces its budget; an empty budget (or "none") means none.
