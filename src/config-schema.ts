@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ADMIN_API_ACTOR, CLI_ACTOR } from './domain/audit.js';
 import { parseBudgets } from './domain/credits.js';
 import { parseRatePolicies } from './domain/rate-limit.js';
 import { trustedProxies } from './domain/trusted-proxies.js';
@@ -203,6 +204,15 @@ export const ConfigSchema = z.strictObject({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Bearer token for /admin; admin routes are disabled while it is null. */
   adminToken: z.string().min(16, 'must be at least 16 characters').meta({ sensitive: 'secret' }).nullable().default(null),
+  /**
+   * Who changes made through /admin with the token are by, in the audit log. `cli` is the
+   * command line's actor, so it cannot be the token's too.
+   */
+  adminTokenLabel: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" and "-"')
+    .refine((v) => v !== CLI_ACTOR, { message: `"${CLI_ACTOR}" is the command line's actor in the audit log; choose another label` })
+    .default(ADMIN_API_ACTOR),
   /** The dashboard at /dashboard (README "Dashboard"), enabled with adminToken. */
   dashboard: z
     .strictObject({

@@ -3,14 +3,14 @@ import { failure } from '../domain/errors.js';
 import { authRateLimited } from '../gateway/admission.js';
 import { purgeFilter } from '../domain/purge-filter.js';
 import type { AdminDeps } from './deps.js';
-import { bodyOf, Refusal, send, sendFailure } from './reply.js';
+import { bodyOf, onlyParams, Refusal, send, sendFailure } from './reply.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { registerUsageRoutes } from './usage-routes.js';
-import { budgetsView, listTeams, setTeam, showTeam } from './teams.js';
+import { budgetsView, deleteTeam, deletionRefusal, deletionView, keyWithBudgets, listTeams, setTeam, showTeam } from './teams.js';
 import { cacheStatsView } from './cache.js';
 import { isStorageError } from '../store/write-gate.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
-import { ADMIN_API_ACTOR, purgeChange } from '../domain/audit.js';
+import { purgeChange } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
 import { crossSite, sessionCookie } from '../domain/sessions.js';
 import { isNotificationsInputError, notificationsQuery, notificationsView } from './notifications.js';
@@ -65,8 +65,8 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       });
 
       const { keys, teams, cache, audit } = deps.backend;
-      // Who every change made here is by, in the audit log (a label option for the token is pending).
-      const actor = ADMIN_API_ACTOR;
+      // Who every change made here is by, in the audit log: the token's label (adminTokenLabel).
+      const actor = deps.config.adminTokenLabel;
       const now = () => deps.clock.now();
       const mustGet = async (id: string) => {
         const k = await keys.get(id);
@@ -82,8 +82,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       admin.get('/keys', async (_request, reply) => send(reply, 200, { keys: (await keys.list()).map((k) => keyView(k, now())) }));
 
       admin.get<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
-        const k = await mustGet(request.params.id);
-        return send(reply, 200, { ...keyView(k, now()), budgets: budgetsView(await deps.accounting.keyStates(k, now())) });
+        return send(reply, 200, await keyWithBudgets(await mustGet(request.params.id), deps.accounting, now()));
       });
 
       admin.patch<{ Params: { id: string } }>('/keys/:id', async (request, reply) => {
@@ -142,6 +141,18 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         const purged = await cache.purge(filter);
         await audit.append(purgeChange(actor, filter, purged));
         return send(reply, 200, { purged });
+      });
+
+      // Refused (409 TEAM_NOT_EMPTY) while the team has keys, unless ?reassign=<team> or ?unassign=true says where they go.
+      admin.delete<{ Params: { name: string }; Querystring: Record<string, string | undefined> }>('/teams/:name', async (request, reply) => {
+        const q = request.query;
+        onlyParams(q, ['reassign', 'unassign']);
+        if (q.unassign !== undefined && q.unassign !== 'true' && q.unassign !== 'false') throw new Refusal(failure('INVALID_PARAMETER', 'unassign: expected true or false.'));
+        const { result: d, to } = await deleteTeam(teams, request.params.name, { reassign: q.reassign, unassign: q.unassign === 'true' }, actor);
+        if (d.deleted) return send(reply, 200, deletionView(d, to));
+        const message = deletionRefusal(request.params.name, d, '?reassign=<team>', '?unassign=true', to);
+        const code = d.reason === 'has_keys' ? 'TEAM_NOT_EMPTY' : d.reason === 'not_found' ? 'NOT_FOUND' : 'INVALID_PARAMETER';
+        throw new Refusal(failure(code, message));
       });
 
       admin.get<{ Querystring: Record<string, unknown> }>('/audit', async (request, reply) => {

@@ -23,12 +23,6 @@ export function usageWindow(from: string | undefined, to: string | undefined, no
   return { from: f, to: t };
 }
 
-/** The grouping named by `by` (default key), or null when it names none. */
-export function usageGroup(by: string | undefined): UsageGroup | null {
-  const g = by ?? 'key';
-  return (USAGE_GROUPS as readonly string[]).includes(g) ? (g as UsageGroup) : null;
-}
-
 /**
  * The groupings named by `by`, a comma list such as `team,day` (default: key), or an error
  * message: each a grouping, none twice.

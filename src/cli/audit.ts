@@ -1,6 +1,6 @@
 import { userInfo } from 'node:os';
 import { Option, type Command } from 'commander';
-import { AUDIT_ACTIONS, AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX } from '../domain/audit.js';
+import { AUDIT_ACTIONS, AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX, CLI_ACTOR } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from '../admin/audit.js';
 import { CliError, configFrom, examples, jsonOption, printJson, withStorage, type GlobalOpts } from './common.js';
 
@@ -11,9 +11,9 @@ import { CliError, configFrom, examples, jsonOption, printJson, withStorage, typ
 export function cliActor(): string {
   try {
     const name = userInfo().username;
-    return name ? `cli:${name}` : 'cli';
+    return name ? `${CLI_ACTOR}:${name}` : CLI_ACTOR;
   } catch {
-    return 'cli';
+    return CLI_ACTOR;
   }
 }
 

@@ -11,19 +11,19 @@ import { StartupError } from '../domain/startup-error.js';
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
 /** What `--json` mode prints on stderr for a failure, and the code it exits with. */
-export type CliErrorCode = 'USAGE_ERROR' | 'CONFIG_INVALID' | 'NOT_FOUND' | 'CONFLICT' | 'RUNTIME_ERROR' | 'INTERNAL_ERROR';
+export type CliErrorCode = 'USAGE_ERROR' | 'CONFIG_INVALID' | 'NOT_FOUND' | 'CONFLICT' | 'TEAM_NOT_EMPTY' | 'RUNTIME_ERROR' | 'INTERNAL_ERROR';
 
 /**
  * A mistake on the command line, printed without a stack trace: exit 2. `code` tells the
- * kind apart in `--json` mode; NOT_FOUND and CONFLICT are the admin API's codes for the same
- * refusals (an id that names no key, a revoked key rotated).
+ * kind apart in `--json` mode; NOT_FOUND, CONFLICT and TEAM_NOT_EMPTY are the admin API's codes
+ * for the same refusals (an id that names no key, a revoked key rotated, a team with keys deleted).
  */
 export class CliError extends Error {
   override name = 'CliError';
 
   constructor(
     message: string,
-    readonly code: Extract<CliErrorCode, 'USAGE_ERROR' | 'NOT_FOUND' | 'CONFLICT'> = 'USAGE_ERROR',
+    readonly code: Extract<CliErrorCode, 'USAGE_ERROR' | 'NOT_FOUND' | 'CONFLICT' | 'TEAM_NOT_EMPTY'> = 'USAGE_ERROR',
   ) {
     super(message);
   }

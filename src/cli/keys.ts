@@ -1,6 +1,8 @@
 import { Option, type Command } from 'commander';
 import { STRATEGIES } from '../domain/endpoints.js';
 import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
+import { keyWithBudgets } from '../admin/teams.js';
+import { Accounting } from '../gateway/accounting.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/ports.js';
 import { cliActor } from './audit.js';
@@ -87,6 +89,11 @@ function limitOptions(cmd: Command, update: boolean): Command {
 }
 
 const KEY_JSON = 'print the key as JSON (as the admin API)';
+
+/** Budgets as `keys show` and `teams show` print them: used, limit and what is left per period. */
+export function budgetText(budgets: readonly { limit: number; period: string; used: number; remaining: number; reset_seconds: number }[]): string {
+  return budgets.length === 0 ? 'none' : budgets.map((b) => `${b.used}/${b.limit} per ${b.period} used, ${b.remaining} left (resets in ${b.reset_seconds} s)`).join('; ');
+}
 const SECRET_JSON = 'print {id, key, api_key} as JSON (as the admin API); key is the secret';
 
 export function registerKeys(program: Command): void {
@@ -124,12 +131,20 @@ export function registerKeys(program: Command): void {
     }
   });
 
-  const show = keys.command('show <id>').description('show one key');
-  jsonOption(show, KEY_JSON);
+  const show = keys.command('show <id>').description("show one key, with what its budgets and its team's have used and have left this period");
+  jsonOption(show, 'print the key as JSON (as GET /admin/keys/:id): with budgets and team_budgets [{limit, period, used, reserved, remaining, reset_seconds}]');
   examples(show, [['one key, field by field', 'tollgate keys show key_0123456789abcdef01234567']]).action(async function (this: Command, id: string, o: { json?: boolean }) {
-    const k = await withStore(this, (s) => s.get(id));
-    if (!k) throw new CliError(`no key with id ${id}`, 'NOT_FOUND');
-    print(keyView(k, Date.now()), o.json);
+    const config = configFrom(this.optsWithGlobals<GlobalOpts>());
+    const shown = await withStorage(config, 'main', 'read', async (storage) => {
+      const k = await storage.keys.get(id);
+      return k && keyWithBudgets(k, new Accounting(storage.credits, storage.ledger, { estimates: {}, providerBudgets: [] }), Date.now());
+    });
+    if (!shown) throw new CliError(`no key with id ${id}`, 'NOT_FOUND');
+    if (o.json) return printJson(shown);
+    const { budgets, team_budgets, ...k } = shown;
+    print(k, false);
+    console.log(`budget: ${budgetText(budgets)}`);
+    if (k.team !== null) console.log(`team budget: ${budgetText(team_budgets)}`);
   });
 
   const update = limitOptions(keys.command('update <id>').description('change a key; a running server applies it on the next request').option('--name <name>', 'new name'), true).option(

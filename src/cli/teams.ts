@@ -1,12 +1,12 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { KeyInputError } from '../admin/keys.js';
-import { listTeams, setTeam, showTeam } from '../admin/teams.js';
+import { deleteTeam, deletionRefusal, deletionView, listTeams, setTeam, showTeam } from '../admin/teams.js';
 import { Accounting } from '../gateway/accounting.js';
 import type { StorageBackend } from '../store/backend.js';
 import { cliActor } from './audit.js';
 import { CliError, configFrom, examples, jsonOption, printJson, withStorage, type GlobalOpts } from './common.js';
 
-const FLAG: Record<string, string> = { name: '<name>', credits: '--credits' };
+const FLAG: Record<string, string> = { name: '<name>', credits: '--credits', reassign: '--reassign' };
 
 /**
  * Run with the storage of the configured data dir and an Accounting over its credits (for the
@@ -85,5 +85,26 @@ export function registerTeams(program: Command): void {
     if (!t) throw new CliError(`no team named '${name}'`, 'NOT_FOUND');
     if (o.json) return printJson(t);
     printShown(t);
+  });
+
+  const del = teams
+    .command('delete <name>')
+    .description('delete a team and its budget; refused while it has keys (revoked ones too) unless --reassign or --unassign says where they go')
+    .addOption(new Option('--reassign <team>', 'move its keys to this other, existing team first (each move audited as key.update)').conflicts('unassign'))
+    .option('--unassign', 'take its keys out of any team first');
+  jsonOption(del, 'print {deleted, credits, moved_keys, moved_to} as JSON (as DELETE /admin/teams/:name)');
+  examples(del, [
+    ['delete a team that has no keys left', 'tollgate teams delete old-project'],
+    ['merge growth into marketing', 'tollgate teams delete growth --reassign marketing'],
+    ['delete the team, keeping its keys without a team', 'tollgate teams delete growth --unassign'],
+  ]).action(async function (this: Command, name: string, o: { reassign?: string; unassign?: boolean; json?: boolean }) {
+    const { result: d, to } = await withTeams(this, (s) => deleteTeam(s.teams, name, { reassign: o.reassign, unassign: o.unassign }, cliActor()));
+    if (!d.deleted) {
+      const message = deletionRefusal(name.trim(), d, '--reassign <team>', '--unassign', to);
+      throw new CliError(message.charAt(0).toLowerCase() + message.slice(1).replace(/\.$/, ''), d.reason === 'has_keys' ? 'TEAM_NOT_EMPTY' : d.reason === 'not_found' ? 'NOT_FOUND' : 'USAGE_ERROR');
+    }
+    if (o.json) return printJson(deletionView(d, to));
+    const moved = d.keys.length === 0 ? '' : `; ${d.keys.length} key${d.keys.length === 1 ? '' : 's'} moved ${to === null ? 'out of any team' : `to '${to}'`}`;
+    console.log(`Deleted team '${d.team.name}'${moved}.`);
   });
 }

@@ -40,7 +40,7 @@ function groupedTable(rows: Record<string, string | number | null>[], by: readon
 /** `--by`: one grouping or a comma list; the choices stay declared for the help and the shell completion. */
 function parseBy(v: string): UsageGroup[] {
   const g = usageGroups(v);
-  if (typeof g === 'string') throw new InvalidArgumentError(`Allowed choices are ${USAGE_GROUPS.join(', ')}, or several separated by commas (team,day).`);
+  if (typeof g === 'string') throw new InvalidArgumentError(`Allowed choices are ${USAGE_GROUPS.join(', ')}. Several may be given, separated by commas (team,day), each once.`);
   return g;
 }
 

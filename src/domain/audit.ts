@@ -9,15 +9,18 @@ import type { PurgeFilter } from './purge-filter.js';
  */
 
 /** Every admin write that exists: a new one gets its action here (and a line in the README). */
-export const AUDIT_ACTIONS = ['key.create', 'key.update', 'key.rotate', 'key.revoke', 'team.set', 'cache.purge'] as const;
+export const AUDIT_ACTIONS = ['key.create', 'key.update', 'key.rotate', 'key.revoke', 'team.set', 'team.delete', 'cache.purge'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export function isAuditAction(s: string): s is AuditAction {
   return (AUDIT_ACTIONS as readonly string[]).includes(s);
 }
 
-/** Who the admin API's changes are by, until the admin token gets a configurable label. */
+/** Who the admin API's changes are by unless `adminTokenLabel` says otherwise (config-schema.ts). */
 export const ADMIN_API_ACTOR = 'admin-api';
+
+/** The command line's actor (`cli:<OS user>`, or this alone without a user name). */
+export const CLI_ACTOR = 'cli';
 
 /** A JSON object of what changed: snake_case fields, never a secret or a secret's hash. */
 export type AuditState = Readonly<Record<string, unknown>>;
@@ -117,6 +120,19 @@ function pick(s: AuditState, fields: readonly string[]): AuditState {
 /** The entry of a team change (its budget): the target is `team:<name>`; a new team has no before. */
 export function teamChange(actor: string, name: string, before: { credits: string | null } | null, after: { credits: string | null }): NewAuditEntry {
   return { actor, action: 'team.set', target: `team:${name}`, before: before ? { credits: before.credits } : null, after: { credits: after.credits } };
+}
+
+/**
+ * The entry of a team's deletion: what it had (its budget and its keys' ids), nothing after.
+ * Keys it had moved elsewhere first are each a `key.update` of their team (keyTeamChange).
+ */
+export function teamDeletion(actor: string, name: string, before: { credits: string | null; keys: readonly string[] }): NewAuditEntry {
+  return { actor, action: 'team.delete', target: `team:${name}`, before: { credits: before.credits, keys: [...before.keys] }, after: null };
+}
+
+/** A key moved from one team to another (or to none) by a team's deletion: the `key.update` keyChange would give. */
+export function keyTeamChange(actor: string, keyId: string, from: string, to: string | null): NewAuditEntry {
+  return { actor, action: 'key.update', target: keyId, before: { team: from }, after: { team: to } };
 }
 
 /** A purge's target, as `--target` / `target=` match it: `cache:all`, `cache:endpoint=…`, `cache:identity=…[,endpoint=…]`. */

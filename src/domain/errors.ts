@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   ROUTE_NOT_FOUND: { status: 404, message: 'No such route.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
   CONFLICT: { status: 409, message: 'The request conflicts with the current state of the resource.' },
+  TEAM_NOT_EMPTY: { status: 409, message: 'The team still has keys: move them to another team (reassign) or out of any team (unassign) first.' },
   REQUEST_TIMEOUT: { status: 408, message: 'The request was not received in time.' },
   URI_TOO_LONG: { status: 414, message: 'The request URI is too long.' },
   RATE_LIMIT_EXCEEDED: { status: 429, message: 'Rate limit exceeded; retry after the time in Retry-After.' },

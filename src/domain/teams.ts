@@ -52,3 +52,18 @@ export interface TeamBudgetView {
   readonly remaining: number;
   readonly resetsInSeconds: number;
 }
+
+/**
+ * What deleting a team does with the keys it still has (README "Teams"): `refuse` to delete
+ * it while it has any (revoked ones too: a key naming a team makes it exist), or move them all
+ * to team `to` (null: no team) in the deletion's transaction.
+ */
+export type TeamKeysOnDelete = 'refuse' | { readonly to: string | null };
+
+export type TeamDeletion =
+  | { readonly deleted: true; readonly team: Team; readonly keys: readonly string[] }
+  | { readonly deleted: false; readonly reason: 'not_found' }
+  /** The team still has `keys` keys and the deletion was to refuse. */
+  | { readonly deleted: false; readonly reason: 'has_keys'; readonly keys: number }
+  /** The team the keys were to move to does not exist. */
+  | { readonly deleted: false; readonly reason: 'no_target' };

@@ -7,7 +7,7 @@ import type { LedgerRow, Reservation, UsageDetail, UsageGroup, UsageRow } from '
 import type { PurgeFilter } from '../domain/purge-filter.js';
 import type { PolicyCount, RatePolicy } from '../domain/rate-limit.js';
 import type { DashboardSession } from '../domain/sessions.js';
-import type { Team } from '../domain/teams.js';
+import type { Team, TeamDeletion, TeamKeysOnDelete } from '../domain/teams.js';
 
 /*
  * The storage ports: what the pipeline, the admin API and the CLI need from storage, and all
@@ -73,6 +73,12 @@ export interface Teams {
    * is appended in the same transaction, unless nothing changed.
    */
   set(name: string, credits: string | null, actor?: string): MaybePromise<Team>;
+  /**
+   * Delete the team and its budget, in one transaction with what `keys` says to do with the
+   * keys it still has (all of them, revoked ones too). With an actor, a `team.delete` entry is
+   * appended, and a `key.update` of each key moved. The budget's past use stays recorded.
+   */
+  delete(name: string, keys: TeamKeysOnDelete, actor?: string): MaybePromise<TeamDeletion>;
 }
 
 /**

@@ -136,7 +136,7 @@ export const BACKENDS: readonly BackendFactory[] = [sqlite, sqliteAnsweringLater
 /** Per port, the methods whose answer is a MaybePromise (the others answer at once by contract). */
 const MAYBE_LATER: Record<string, readonly string[]> = {
   keys: ['findBySecret', 'get', 'list', 'create', 'update', 'rotate', 'revoke'],
-  teams: ['list', 'get', 'set'],
+  teams: ['list', 'get', 'set', 'delete'],
   audit: ['append', 'list'],
   sessions: ['create', 'get', 'revoke'],
   alerts: ['record', 'claim', 'settle', 'list'],

@@ -37,6 +37,53 @@ export function teamsContract(factory: BackendFactory): void {
       ]);
     });
 
+    it('delete refuses while the team has keys (revoked ones too), else deletes it, moving its keys first when told to, audited in its transaction', async () => {
+      await b().teams.set('growth', '5000/month');
+      await b().teams.set('data', null);
+      const g1 = (await b().keys.create({ name: 'g1', team: 'growth' })).key.id;
+      const g2 = (await b().keys.create({ name: 'g2', team: 'growth' })).key.id;
+      await b().keys.revoke(g2);
+      const [first, second] = [g1, g2].sort();
+      expect(await b().teams.delete('growth', 'refuse', 'cli:alice')).toEqual({ deleted: false, reason: 'has_keys', keys: 2 });
+      expect(await b().teams.delete('nobody', 'refuse', 'cli:alice')).toEqual({ deleted: false, reason: 'not_found' });
+      expect(await b().teams.delete('growth', { to: 'nobody' }, 'cli:alice')).toEqual({ deleted: false, reason: 'no_target' });
+      expect(await b().teams.delete('growth', { to: 'growth' }, 'cli:alice')).toEqual({ deleted: false, reason: 'no_target' });
+      expect((await b().audit.list({ limit: 100, target: 'team:growth', action: 'team.delete' })).entries).toEqual([]);
+      expect((await b().keys.get(g1))!.team).toBe('growth');
+
+      const peer = await h().peer();
+      const { secret } = await b().keys.create({ name: 'g3', team: 'growth' });
+      expect((await peer.backend.keys.findBySecret(secret))!.key.teamCredits).toBe('5000/month');
+      const g3 = (await b().keys.findBySecret(secret))!.key.id;
+      h().clock.advance(5_000);
+      const moved = await b().teams.delete('growth', { to: 'data' }, 'admin-api');
+      expect(moved).toEqual({ deleted: true, team: { name: 'growth', credits: '5000/month', createdAt: T0, updatedAt: T0 }, keys: [first, second, g3].sort() });
+      expect(await b().teams.get('growth')).toBeNull();
+      expect((await b().teams.list()).map((t) => t.name)).toEqual(['data']);
+      for (const id of [g1, g2, g3]) expect(await b().keys.get(id)).toMatchObject({ team: 'data', teamCredits: null, updatedAt: T0 + 5_000 });
+      // Every process meets the keys' new team (and no team budget) at once here, within 2 s elsewhere.
+      expect((await b().keys.findBySecret(secret))!.key).toMatchObject({ team: 'data', teamCredits: null });
+      expect(await eventually(async () => (await peer.backend.keys.findBySecret(secret))!.key.team, (t) => t === 'data')).toBe('data');
+      const log = (await b().audit.list({ limit: 100, actor: 'admin-api' })).entries;
+      expect(log.map((e) => [e.action, e.target, e.before, e.after])).toEqual(
+        expect.arrayContaining([
+          ['team.delete', 'team:growth', { credits: '5000/month', keys: [first, second, g3].sort() }, null],
+          ...[g1, g2, g3].map((id) => ['key.update', id, { team: 'growth' }, { team: 'data' }]),
+        ]),
+      );
+      expect(log).toHaveLength(4);
+
+      // To no team; a team with no keys goes at once; a team only keys named goes with them.
+      await b().keys.create({ name: 'x', team: 'only named' });
+      expect(await b().teams.delete('data', { to: null })).toMatchObject({ deleted: true, keys: [first, second, g3].sort() });
+      expect((await b().keys.get(g1))!.team).toBeNull();
+      expect(await b().teams.delete('only named', { to: null })).toMatchObject({ deleted: true, team: { name: 'only named', credits: null } });
+      expect(await b().teams.list()).toEqual([]);
+      await b().teams.set('empty', '1/day');
+      expect(await b().teams.delete('empty', 'refuse')).toMatchObject({ deleted: true, keys: [] });
+      expect(await b().teams.get('empty')).toBeNull();
+    });
+
     it("a key is read with its team's budget; a change is seen at once here and by another process within 2 s", async () => {
       const peer = await h().peer();
       const { key, secret } = await b().keys.create({ name: 'k', team: 'growth' });

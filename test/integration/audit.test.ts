@@ -143,7 +143,7 @@ describe('the audit log of admin changes', () => {
       ['?since=2026-01-01', 'UNKNOWN_PARAMETER', /^since: unknown parameter; allowed: from, to, actor, action, target, limit, cursor\.$/],
       ['?from=yesterday', 'INVALID_PARAMETER', /^from: expected an ISO 8601 date or time/],
       ['?from=2026-02-01&to=2026-01-01', 'INVALID_PARAMETER', /^to: must be after from\.$/],
-      ['?action=key.delete', 'INVALID_PARAMETER', /^action: expected one of key\.create, key\.update, key\.rotate, key\.revoke, team\.set, cache\.purge\.$/],
+      ['?action=key.delete', 'INVALID_PARAMETER', /^action: expected one of key\.create, key\.update, key\.rotate, key\.revoke, team\.set, team\.delete, cache\.purge\.$/],
       ['?limit=0', 'INVALID_PARAMETER', /^limit: expected a whole number from 1 to 1000\.$/],
       ['?limit=1001', 'INVALID_PARAMETER', /^limit: /],
       ['?limit=ten', 'INVALID_PARAMETER', /^limit: /],

@@ -139,6 +139,16 @@ describe('environment variables, derived from the schema', () => {
   });
 });
 
+describe('adminTokenLabel', () => {
+  it('is read from TOLLGATE_ADMIN_TOKEN_LABEL (not taken for the token\'s _FILE or the token), and judged by the schema', () => {
+    const r = resolveConfig({ env: { TOLLGATE_ADMIN_TOKEN: 'admin-token-0123456789abcdef', TOLLGATE_ADMIN_TOKEN_LABEL: 'ops.alice' } });
+    expect([r.config.adminToken, r.config.adminTokenLabel]).toEqual(['admin-token-0123456789abcdef', 'ops.alice']);
+    expect(r.sources.get('adminTokenLabel')).toBe('env:TOLLGATE_ADMIN_TOKEN_LABEL');
+    expect(resolveConfig({ env: {} }).config.adminTokenLabel).toBe('admin-api');
+    expect(() => resolveConfig({ env: { TOLLGATE_ADMIN_TOKEN_LABEL: 'ops alice' } })).toThrow(/adminTokenLabel: must be 1 to 64 characters.*\[env:TOLLGATE_ADMIN_TOKEN_LABEL\]/);
+  });
+});
+
 describe('<VAR>_FILE', () => {
   it('reads the value from the file, trailing newlines dropped, for secrets and any other option', () => {
     const r = resolveConfig({
@@ -246,8 +256,9 @@ describe('secrets are marked in the schema', () => {
   it('every token, key, password and URL option says what config check masks', () => {
     for (const o of ENV_OPTIONS) {
       const leaf = o.path.split('.').pop()!;
-      // Webhooks carry their secrets (each one's `secret` is masked, the rest shown).
-      if (/token|apikey|password|secret|webhooks/i.test(leaf)) expect(o.sensitive, o.path).toBe('secret');
+      // Webhooks carry their secrets (each one's `secret` is masked, the rest shown); adminTokenLabel
+      // names the token's holder in the audit log: not a secret.
+      if (/token|apikey|password|secret|webhooks/i.test(leaf) && !/label$/i.test(leaf)) expect(o.sensitive, o.path).toBe('secret');
       else if (/url$/i.test(leaf)) expect(o.sensitive, o.path).toBe('url');
       else expect(o.sensitive, o.path).toBeNull();
     }

@@ -120,11 +120,20 @@ describe('config', () => {
     [{ upstream: { url: 'ftp://x' } }, 'upstream.url'],
     [{ upstream: { retries: { temporary: -1 } } }, 'upstream.retries.temporary'],
     [{ adminToken: 'short' }, 'adminToken'],
+    [{ adminTokenLabel: '' }, 'adminTokenLabel: must be 1 to 64 characters'],
+    [{ adminTokenLabel: 'ops team' }, 'adminTokenLabel: must be 1 to 64 characters'],
+    [{ adminTokenLabel: 'ops:alice' }, 'adminTokenLabel: must be 1 to 64 characters'],
+    [{ adminTokenLabel: 'x'.repeat(65) }, 'adminTokenLabel: must be 1 to 64 characters'],
+    [{ adminTokenLabel: 'cli' }, 'adminTokenLabel: "cli" is the command line\'s actor'],
     [{ bogus: 1 }, 'bogus'],
     [{ network: { domain: 'Not A Domain' } }, 'network.domain'],
   ])('a bad value names its field: %j', (tree, field) => {
     expect(() => validateConfig(tree)).toThrow(ConfigError);
     expect(() => validateConfig(tree)).toThrow(field);
+  });
+
+  it.each(['admin-api', 'ops.alice_2', 'A', 'x'.repeat(64), 'cli-bot'])('accepts the adminTokenLabel %s', (label) => {
+    expect(validateConfig({ adminTokenLabel: label }).adminTokenLabel).toBe(label);
   });
 
   it.each(['https://provider.example/v1', 'https://provider.example/v1/', 'http://10.0.0.5:8090/proxy/V1'])('refuses an upstream.url ending in /v1 (%s), saying what to set', (url) => {

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rollUp, usageCsv, USAGE_CSV_HEADER, type BreakdownRow, type UsageDimension } from '../../src/admin/usage-breakdown.js';
 import { csvLines, neutralise } from '../../src/admin/usage-csv.js';
+import { compactTime, usageGroups } from '../../src/admin/usage.js';
 
 /** Parsed as RFC 4180 by a real parser: CRLF records, quoted fields, nothing relaxed. */
 const parseCsv = (text: string): string[][] => parse(text, { record_delimiter: '\r\n', relax_quotes: false, relax_column_count: false, skip_empty_lines: false, bom: false });
@@ -100,5 +101,29 @@ describe('rollUp', () => {
     expect(rollUp(rows, ['team', 'day']).map((x) => [x.team, x.day])).toEqual([['B', '2026-01-01'], ['a', '2026-01-02'], ['b', '2026-01-02'], [null, '2026-01-01']]);
     expect(rollUp(rows, ['day', 'team']).map((x) => [x.day, x.team])).toEqual([['2026-01-01', 'B'], ['2026-01-01', null], ['2026-01-02', 'a'], ['2026-01-02', 'b']]);
     expect(rollUp(rows, [])).toEqual([{ day: null, team: null, key_id: null, key_name: null, endpoint: null, requests: 4, cache_hits: 0, credits: 4, credits_saved: 0 }]);
+  });
+});
+
+describe('usageGroups (the `by` of /admin/usage and the CLI)', () => {
+  const groups = ['key', 'team', 'day', 'endpoint'] as const;
+  it('property: any groupings, each once, in any order, are read back in that order; one named twice or unknown is refused', () => {
+    fc.assert(
+      fc.property(fc.shuffledSubarray([...groups], { minLength: 1 }), fc.boolean(), (picked, spaced) => {
+        expect(usageGroups(picked.join(spaced ? ' , ' : ','))).toEqual(picked);
+        expect(usageGroups([...picked, picked[0]!].join(','))).toBe('by: a grouping is named twice');
+      }),
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 20 }), (junk) => {
+        fc.pre(!groups.includes(junk.trim() as (typeof groups)[number]));
+        expect(usageGroups(`team,${junk}`)).toBe('by: expected key, team, day, endpoint');
+      }),
+    );
+    expect(usageGroups(undefined)).toEqual(['key']);
+    expect(usageGroups('')).toBe('by: expected key, team, day, endpoint');
+  });
+
+  it('compactTime is ISO 8601 basic format to the second', () => {
+    expect(compactTime(Date.UTC(2026, 0, 31, 23, 59, 58, 999))).toBe('20260131T235958Z');
   });
 });

@@ -1,7 +1,9 @@
-import type { Pool } from 'pg';
-import { teamChange } from '../../domain/audit.js';
+import type { Pool, PoolClient } from 'pg';
+
+type Queryable = Pool | PoolClient;
+import { keyTeamChange, teamChange, teamDeletion } from '../../domain/audit.js';
 import type { Clock } from '../../domain/clock.js';
-import type { Team } from '../../domain/teams.js';
+import type { Team, TeamDeletion, TeamKeysOnDelete } from '../../domain/teams.js';
 import type { Teams } from '../ports.js';
 import type { PgAudit } from './audit.js';
 import { CHANGES_CHANNEL } from './change-feed.js';
@@ -58,6 +60,32 @@ export class PgTeams implements Teams {
       if (actor !== undefined && this.audit) await this.audit.insert(c, teamChange(actor, name, before, { credits }));
       return toTeam(r.rows[0]!);
     });
+  }
+
+  async delete(name: string, keys: TeamKeysOnDelete, actor?: string): Promise<TeamDeletion> {
+    return inTransaction(this.pool, async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate-team:${name}`]);
+      const team = await this.getIn(c, name);
+      if (!team) return { deleted: false, reason: 'not_found' };
+      // Locked: a key moved by an admin meanwhile waits for this deletion, or is not among them.
+      const ids = (await c.query<{ id: string }>('SELECT id FROM api_keys WHERE owner = $1 ORDER BY id COLLATE "C" FOR UPDATE', [name])).rows.map((r) => r.id);
+      if (ids.length > 0 && keys === 'refuse') return { deleted: false, reason: 'has_keys', keys: ids.length };
+      const to = keys === 'refuse' ? null : keys.to;
+      if (to !== null && (to === name || !(await this.getIn(c, to)))) return { deleted: false, reason: 'no_target' };
+      if (ids.length > 0) await c.query('UPDATE api_keys SET owner = $1, updated_at = $2 WHERE owner = $3', [to, this.clock.now(), name]);
+      await c.query('DELETE FROM teams WHERE name = $1', [name]);
+      await c.query(`SELECT pg_notify('${CHANGES_CHANNEL}', 'keys')`);
+      if (actor !== undefined && this.audit) {
+        for (const id of ids) await this.audit.insert(c, keyTeamChange(actor, id, name, to));
+        await this.audit.insert(c, teamDeletion(actor, name, { credits: team.credits, keys: ids }));
+      }
+      return { deleted: true, team, keys: ids };
+    });
+  }
+
+  private async getIn(c: Queryable, name: string): Promise<Team | null> {
+    const r = await c.query<Row>(`SELECT * FROM (${ALL}) a WHERE name = $1`, [name]);
+    return r.rows[0] ? toTeam(r.rows[0]) : null;
   }
 }
 

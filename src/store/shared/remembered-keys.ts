@@ -113,5 +113,6 @@ export function rememberedTeams(table: PgTeams, keys: RememberedKeys): Teams {
     list: () => table.list(),
     get: (name) => table.get(name),
     set: (name, credits, actor) => table.set(name, credits, actor).finally(() => keys.changed()),
+    delete: (name, what, actor) => table.delete(name, what, actor).finally(() => keys.changed()),
   };
 }

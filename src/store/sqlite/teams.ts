@@ -1,6 +1,6 @@
-import { teamChange } from '../../domain/audit.js';
+import { keyTeamChange, teamChange, teamDeletion } from '../../domain/audit.js';
 import type { Clock } from '../../domain/clock.js';
-import type { Team } from '../../domain/teams.js';
+import type { Team, TeamDeletion, TeamKeysOnDelete } from '../../domain/teams.js';
 import type { Teams } from '../ports.js';
 import type { AuditStore } from './audit.js';
 import type { DB } from './db.js';
@@ -30,6 +30,9 @@ export class TeamStore implements Teams {
   private readonly listStmt;
   private readonly getStmt;
   private readonly upsertStmt;
+  private readonly keysOfStmt;
+  private readonly moveStmt;
+  private readonly deleteStmt;
 
   constructor(
     private readonly db: DB,
@@ -40,6 +43,9 @@ export class TeamStore implements Teams {
     this.getStmt = db.prepare<[string], Row>(`SELECT * FROM (${ALL}) WHERE name = ?`);
     this.upsertStmt = db.prepare(`INSERT INTO teams (name, credits, created_at, updated_at) VALUES (@name, @credits, @created, @now)
       ON CONFLICT (name) DO UPDATE SET credits = excluded.credits, updated_at = excluded.updated_at`);
+    this.keysOfStmt = db.prepare<[string], string>('SELECT id FROM api_keys WHERE owner = ? ORDER BY id').pluck();
+    this.moveStmt = db.prepare('UPDATE api_keys SET owner = ?, updated_at = ? WHERE owner = ?');
+    this.deleteStmt = db.prepare('DELETE FROM teams WHERE name = ?');
   }
 
   list(): Team[] {
@@ -59,6 +65,30 @@ export class TeamStore implements Teams {
       this.upsertStmt.run({ name, credits, created: before?.createdAt ?? now, now });
       if (actor !== undefined && this.audit) this.audit.insert(teamChange(actor, name, before, { credits }));
       return this.get(name)!;
+    };
+    try {
+      return this.db.transaction(run).immediate();
+    } finally {
+      keysChanged(this.db);
+    }
+  }
+
+  /** Refusals read and decide inside the write transaction, so nothing can slip between the check and the deletion. */
+  delete(name: string, keys: TeamKeysOnDelete, actor?: string): TeamDeletion {
+    const run = (): TeamDeletion => {
+      const team = this.get(name);
+      if (!team) return { deleted: false, reason: 'not_found' };
+      const ids = this.keysOfStmt.all(name);
+      if (ids.length > 0 && keys === 'refuse') return { deleted: false, reason: 'has_keys', keys: ids.length };
+      const to = keys === 'refuse' ? null : keys.to;
+      if (to !== null && (to === name || !this.get(to))) return { deleted: false, reason: 'no_target' };
+      if (ids.length > 0) this.moveStmt.run(to, this.clock.now(), name);
+      this.deleteStmt.run(name);
+      if (actor !== undefined && this.audit) {
+        for (const id of ids) this.audit.insert(keyTeamChange(actor, id, name, to));
+        this.audit.insert(teamDeletion(actor, name, { credits: team.credits, keys: ids }));
+      }
+      return { deleted: true, team, keys: ids };
     };
     try {
       return this.db.transaction(run).immediate();
