@@ -4,7 +4,8 @@
  * lookup); the gateway's own evaluator notices (nudged by the charge, or at its short interval)
  * and the alert appears on Overview and on the Alerts page with each webhook's delivery state —
  * one receiver on loopback takes it (delivered), the other answers 503 (pending, with its next
- * attempt). Keys and Teams badge the budgets; an unknown address shows the dashboard's 404 page.
+ * attempt). Keys and Teams badge the budgets; the team is deleted after its confirmation; an
+ * unknown address shows the dashboard's 404 page.
  * No request leaves the gateway's origin and the console stays clean. Screenshots of the pages.
  */
 import type { Browser, Page } from 'playwright-core';
@@ -124,6 +125,19 @@ describe('budget alerts in Chromium', () => {
     await page.getByRole('link', { name: 'Alerts', exact: true }).click();
     await reloadUntil(page, async () => (await page.getByRole('row').filter({ hasText: 'team research' }).count()) === 2);
     await screenshot(page, 'alerts-team');
+
+    // The team deleted from its row, its key taken out of any team: a confirmation first.
+    await page.getByRole('link', { name: 'Teams', exact: true }).click();
+    await page.getByRole('row').filter({ hasText: 'research' }).getByRole('button', { name: 'Delete team' }).click();
+    await page.getByRole('heading', { name: 'Delete team research?' }).waitFor();
+    expect(await page.getByRole('group').textContent()).toContain('research-bot');
+    await page.getByLabel('Take them out of any team').check();
+    await screenshot(page, 'team-delete-confirm');
+    await page.getByRole('button', { name: 'Delete team' }).click();
+    await page.getByRole('status').filter({ hasText: 'Team deleted.' }).waitFor();
+    expect(await page.getByRole('main').textContent()).not.toContain('research');
+    const deleted = (await s.app.backend.audit.list({ limit: 1, action: 'team.delete' })).entries[0]!;
+    expect([deleted.target, deleted.actor]).toEqual(['team:research', expect.stringMatching(/^dashboard:[0-9a-f]{8}$/)]);
 
     // An address the dashboard does not have: its own 404 page, navigation and all.
     const missing = await page.goto(`${s.url}/dashboard/no-such-page`);
