@@ -36,7 +36,7 @@ export function show<T extends object>(request: FastifyRequest, reply: FastifyRe
 /** An error page: what went wrong, its code if it has one, the request id, and the way back. */
 export function errorPage(request: FastifyRequest, reply: FastifyReply, status: number, message: string, code: string | null, back = '/dashboard') {
   const s = request.dashboardSession;
-  const frame: Frame = { title: status === 403 ? 'Request refused' : status >= 500 ? 'Something went wrong' : 'Not possible', nav: s ? 'overview' : null, csrf: s?.csrf ?? null };
+  const frame: Frame = { title: status === 403 ? 'Request refused' : status === 404 ? 'Not found' : status >= 500 ? 'Something went wrong' : 'Not possible', nav: s ? '' : null, csrf: s?.csrf ?? null };
   if (code) request.errorCode = code;
   return page(reply, status, 'error', frame, { message, code, requestId: request.id, back });
 }

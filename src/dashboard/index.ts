@@ -14,6 +14,7 @@ import { registerCache } from './cache.js';
 import { registerAudit } from './audit.js';
 import { registerOverview } from './overview.js';
 import { registerUsage } from './usage.js';
+import { registerAlerts } from './alerts.js';
 
 export type { DashboardDeps } from './context.js';
 
@@ -53,6 +54,15 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps, tru
         registerUsage(signed, deps);
         registerCache(signed, deps);
         registerAudit(signed, deps);
+        registerAlerts(signed, deps);
+      });
+
+      // An unknown page under /dashboard, signed in or not: an HTML page in the layout (with the
+      // navigation when signed in), not /admin's JSON envelope. Registered here, after the
+      // security-header hook, so that the hook runs for it too.
+      d.setNotFoundHandler(async (request, reply) => {
+        request.dashboardSession = await auth.load(request);
+        return errorPage(request, reply, 404, 'There is no dashboard page at this address.', 'ROUTE_NOT_FOUND');
       });
 
       d.setErrorHandler(async (err: Error & { statusCode?: number }, request, reply) => {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createKey, KeyInputError, keyView, parseKeyInput, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
 import { budgetsView } from '../admin/teams.js';
+import { withReached } from './alerts.js';
 import { STRATEGIES } from '../domain/endpoints.js';
 import type { ApiKey, KeyPatch } from '../domain/keys.js';
 import { errorPage, frameOf, noticeOf, sessionOf, show, type DashboardDeps } from './context.js';
@@ -88,8 +89,9 @@ export function registerKeys(app: FastifyInstance, deps: DashboardDeps): void {
 
   app.get('/keys', async (request, reply) => {
     const t = now();
+    const thresholds = deps.config.notifications.thresholds;
     const all = await keys.list();
-    const rows = await Promise.all(all.map(async (k) => ({ ...keyView(k, t), budgets: budgetsView(await deps.accounting.keyStates(k, t)) })));
+    const rows = await Promise.all(all.map(async (k) => ({ ...keyView(k, t), budgets: withReached(budgetsView(await deps.accounting.keyStates(k, t)), thresholds) })));
     return show(request, reply, 'keys', frameOf(request, 'Keys', 'keys', { notice: noticeOf(request, NOTICES) }), { rows });
   });
 

@@ -18,6 +18,7 @@ export const NAV = [
   ['usage', 'Usage', '/dashboard/usage'],
   ['cache', 'Cache', '/dashboard/cache'],
   ['audit', 'Audit', '/dashboard/audit'],
+  ['alerts', 'Alerts', '/dashboard/alerts'],
 ] as const;
 
 export type NavPage = (typeof NAV)[number][0];
@@ -25,8 +26,8 @@ export type NavPage = (typeof NAV)[number][0];
 /** What the layout needs of every page. */
 export interface Frame {
   readonly title: string;
-  /** The highlighted link; null on the sign-in page, which shows no navigation. */
-  readonly nav: NavPage | null;
+  /** The highlighted link ('' for none, as on an error page); null on the sign-in page, which shows no navigation. */
+  readonly nav: NavPage | '' | null;
   /** The session's CSRF token for the forms (the sign-out button's too); null when signed out. */
   readonly csrf: string | null;
   /** A message above the page: what just happened, or what was wrong. */

@@ -137,7 +137,7 @@ describe('the dashboard in Chromium', () => {
     await context.close();
   }, 60_000);
 
-  it('reads on a phone (390×844): the navigation and the tables fit, nothing off-origin, no console errors', async () => {
+  it('reads on a phone (390×844): the navigation, the tables and the Alerts page fit, nothing off-origin, no console errors', async () => {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const page = await signedIn(context);
     const seen = watch(page, new URL(s.url).origin);
@@ -150,6 +150,10 @@ describe('the dashboard in Chromium', () => {
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await screenshot(page, 'phone-overview');
+    await page.getByRole('link', { name: 'Alerts', exact: true }).click();
+    await page.getByRole('heading', { name: 'Alerts', exact: true }).waitFor();
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await screenshot(page, 'phone-alerts');
     expect(seen.foreign).toEqual([]);
     expect(seen.problems).toEqual([]);
     await context.close();

@@ -33,6 +33,11 @@ describe('the dashboard across replicas', () => {
     const made = await send(1, 'POST', '/dashboard/keys', cookie, { name: 'made-on-replica-1', _csrf: csrf, endpoints: 'profile', strategies: 'cached' });
     expect(made.status).toBe(201);
     expect((await send(0, 'GET', '/dashboard/keys', cookie)).text).toContain('made-on-replica-1');
+    // The overview's alerts panel and the Alerts page read the shared backend's alerts too.
+    for (const path of ['/dashboard', '/dashboard/alerts']) {
+      const r = await send(0, 'GET', path, cookie);
+      expect([r.status, r.text.includes('No budget alerts yet')], path).toEqual([200, true]);
+    }
 
     const out = await send(1, 'POST', '/dashboard/sign-out', cookie, { _csrf: csrf });
     expect(out.status).toBe(303);

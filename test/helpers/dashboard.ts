@@ -1,0 +1,28 @@
+import type { Reply, Stack } from './stack.js';
+
+/** A signed-in dashboard session over plain HTTP: pages read with its cookie, forms posted from this origin with its CSRF token. */
+export interface DashboardSession {
+  get(path: string, method?: string): Promise<Reply>;
+  post(path: string, fields: Record<string, string | string[]>, opts?: { csrf?: string | null }): Promise<Reply>;
+  readonly csrf: string;
+}
+
+export async function dashboardSession(s: Stack, token: string): Promise<DashboardSession> {
+  const origin = new URL(s.url).origin;
+  const headers = (cookie?: string) => ({ 'content-type': 'application/x-www-form-urlencoded', origin, 'sec-fetch-site': 'same-origin', ...(cookie ? { cookie } : {}) });
+  const signIn = await s.get('/dashboard/sign-in', { key: null, method: 'POST', headers: headers(), body: new URLSearchParams({ token }).toString() });
+  if (signIn.status !== 303) throw new Error(`sign-in answered ${signIn.status}`);
+  const cookie = String(signIn.headers['set-cookie']).split(';')[0]!;
+  const get = (path: string, method = 'GET') => s.get(path, { key: null, method, headers: { cookie } });
+  const csrf = /name="_csrf" value="([^"]+)"/.exec((await get('/dashboard/keys')).text)![1]!;
+  return {
+    get,
+    csrf,
+    post(path, fields, opts = {}) {
+      const body = new URLSearchParams();
+      const token = opts.csrf === undefined ? csrf : opts.csrf;
+      for (const [k, v] of Object.entries({ ...fields, ...(token !== null && { _csrf: token }) })) for (const x of Array.isArray(v) ? v : [v]) body.append(k, x);
+      return s.get(path, { key: null, method: 'POST', headers: headers(cookie), body: body.toString() });
+    },
+  };
+}
