@@ -58,7 +58,7 @@ export function registerRun(program: Command): void {
     .description('the simulator and a gateway on a temporary data directory (removed when it stops), a demo key, curl commands')
     .option('-p, --port <port>', 'gateway port (default: $TOLLGATE_PORT or 8080)')
     .option('--host <host>', 'listen address (default: 127.0.0.1; $TOLLGATE_HOST is not used)');
-  jsonOption(demo, 'print {gateway_url, provider_url, data_dir, key} as one JSON line once listening');
+  jsonOption(demo, 'print {gateway_url, provider_url, data_dir, key, dashboard_url, admin_token} as one JSON line once listening');
   examples(demo, [
     ['try Tollgate: it prints curl commands to paste', 'tollgate demo'],
     ['the gateway on another port, reachable from other machines', 'tollgate demo --port 9000 --host 0.0.0.0'],
@@ -75,8 +75,10 @@ export function registerRun(program: Command): void {
       const sim = await startSimulator({ port: 0, apiKey: simKey });
       const host = opts.host ?? '127.0.0.1';
       const config = configFrom({ ...opts, dataDir, host, upstreamUrl: sim.url });
+      // The dashboard needs an admin token: one of the demo's own unless one is configured, gone with it.
+      const adminToken = config.adminToken ?? 'demo_' + randomBytes(16).toString('hex');
       // Always the embedded backend, whatever TOLLGATE_DATABASE_URL says: the demo must never write to shared storage.
-      const app = createApp({ ...config, storage: { databaseUrl: null, redisUrl: null }, upstream: { ...config.upstream, apiKey: simKey } });
+      const app = createApp({ ...config, adminToken, storage: { databaseUrl: null, redisUrl: null }, upstream: { ...config.upstream, apiKey: simKey } });
       const secret = app.keys.create({ name: 'demo', team: 'tollgate demo' }).secret;
       await app.listen();
       const addr = app.server.server.address();
@@ -84,7 +86,7 @@ export function registerRun(program: Command): void {
       const reach = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
       const gw = `http://${reach}:${port}`;
       if (opts.json) {
-        console.log(JSON.stringify({ gateway_url: gw, provider_url: sim.url, data_dir: dataDir, key: secret }));
+        console.log(JSON.stringify({ gateway_url: gw, provider_url: sim.url, data_dir: dataDir, key: secret, dashboard_url: `${gw}/dashboard`, admin_token: adminToken }));
         return closeOnSignals(app, () => sim.close());
       }
       const auth = `-H "Authorization: Bearer ${secret}"`;
@@ -96,6 +98,7 @@ export function registerRun(program: Command): void {
           `  provider:  ${sim.url}  (built-in simulator)`,
           `  data dir:  ${dataDir}  (temporary: removed when the demo stops, with the key)`,
           `  demo key:  ${secret}`,
+          `  dashboard: ${gw}/dashboard  (sign in with the admin token ${config.adminToken === null ? adminToken : 'you configured'})`,
           '',
           'Try:',
           `  curl -s ${auth} "${gw}/v1/profile?url=https://www.linkedin.com/in/jane-doe"`,

@@ -69,6 +69,26 @@ describe('tollgate demo stays apart from the operator data', () => {
     }
   });
 
+  it('opens the dashboard with an admin token of its own: the sign-in page answers, and the token reads the demo key through /admin', async () => {
+    const cwd = tempDir();
+    const { child, match } = await startCli(['demo', '--json'], { TOLLGATE_PORT: '0', TOLLGATE_LOG_LEVEL: 'warn' }, /^\{.*\}$/m, 20_000, cwd);
+    try {
+      const shown = JSON.parse(match[0]) as { gateway_url: string; dashboard_url: string; admin_token: string; key: string };
+      expect(shown.dashboard_url).toBe(`${shown.gateway_url}/dashboard`);
+      expect(shown.admin_token).toMatch(/^demo_[0-9a-f]{32}$/);
+      const signIn = await request(`${shown.dashboard_url}/sign-in`);
+      expect(signIn.statusCode).toBe(200);
+      expect(await signIn.body.text()).toContain('Admin token');
+      const keys = await request(`${shown.gateway_url}/admin/keys`, { headers: { authorization: `Bearer ${shown.admin_token}` } });
+      expect(keys.statusCode).toBe(200);
+      const listed = (await keys.body.json()) as { keys: Array<{ name: string; team: string | null }> };
+      expect(listed.keys.map((k) => [k.name, k.team])).toEqual([['demo', 'tollgate demo']]);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+  });
+
   it('refuses --data-dir: the demo never runs on a chosen directory', async () => {
     const dir = join(tempDir(), 'data');
     const r = await runCli(['demo', '--data-dir', dir]);
