@@ -118,3 +118,14 @@ export async function startStack(opts: { config?: Tree; clock?: Clock; sim?: Sim
 export const enc = encodeURIComponent;
 export const profileUrl = (slug: string) => `url=${enc(`https://www.linkedin.com/in/${slug}`)}`;
 export const companyUrl = (slug: string) => `url=${enc(`https://www.linkedin.com/company/${slug}`)}`;
+
+/** A JSON call to the stack's /admin API with the admin token: `admin('PUT', '/teams/growth', { credits: '20/day' })`. */
+export const adminCaller =
+  (stack: () => Stack, token: string) =>
+  (method: string, path: string, body?: unknown): Promise<Reply> =>
+    stack().get('/admin' + path, {
+      key: null,
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { startStack, type Reply, type Stack } from '../helpers/stack.js';
+import { adminCaller, startStack, type Stack } from '../helpers/stack.js';
 
 /*
  * The admin token's label (adminTokenLabel, README "Audit log") is the actor of every change
@@ -13,13 +13,7 @@ beforeAll(async () => {
 });
 afterAll(async () => s.close());
 
-const admin = (method: string, path: string, body?: unknown): Promise<Reply> =>
-  s.get('/admin' + path, {
-    key: null,
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const admin = adminCaller(() => s, TOKEN);
 
 describe('the admin token label', () => {
   it('is the actor of key, team and cache changes made through /admin; ?actor= filters by it', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { startStack, type Reply, type Stack } from '../helpers/stack.js';
+import { adminCaller, startStack, type Stack } from '../helpers/stack.js';
 
 /*
  * A key's budgets as GET /admin/keys/:id and `tollgate keys show` report them: used and left
@@ -14,13 +14,7 @@ beforeAll(async () => {
 });
 afterAll(async () => s.close());
 
-const admin = (method: string, path: string, body?: unknown): Promise<Reply> =>
-  s.get('/admin' + path, {
-    key: null,
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const admin = adminCaller(() => s, TOKEN);
 const cli = (...args: string[]) => runCli([...args, '--data-dir', s.dataDir]);
 const withoutReset = (bs: Array<Record<string, unknown>>) => bs.map(({ reset_seconds: _r, ...b }) => b);
 
