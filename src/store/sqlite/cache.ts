@@ -49,7 +49,18 @@ export interface CacheStoreOptions {
   gate?: WriteGate;
   /** Runs readStats()'s reads off the event loop (the server's). */
   reader?: ReadWorker;
+  /**
+   * Bounds of one step of the maintenance pass (a transaction): hit-count rows written, and
+   * milliseconds after which it starts no further row. Defaults: MAINTENANCE_STEP.
+   */
+  maintenanceStep?: { rows: number; budgetMs: number };
 }
+
+/**
+ * One step of the maintenance pass: ~1,000 hit-count updates or 500 deletions at a million
+ * entries take 5–15 ms; the time budget caps a slow disk or a loaded machine.
+ */
+export const MAINTENANCE_STEP = { rows: 1_000, budgetMs: 5 } as const;
 
 /**
  * cache.db's response cache: the hit path (get, recordHit, flush), put, and sync with other
@@ -71,6 +82,7 @@ export class CacheStore implements ResponseCache {
   private readonly reader: ReadWorker | null;
   private readonly eviction: CacheEviction;
   private readonly purger: CachePurger;
+  private readonly steps: { rows: number; budgetMs: number };
 
   constructor(
     private readonly db: DB,
@@ -79,6 +91,7 @@ export class CacheStore implements ResponseCache {
     this.hot = new HotEntries(opts.memoryMaxBytes ?? DEFAULT_MEMORY_MAX_BYTES);
     this.gate = opts.gate ?? null;
     this.reader = opts.reader ?? null;
+    this.steps = opts.maintenanceStep ?? MAINTENANCE_STEP;
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.getStmt = db
       .prepare<[string], RawRow>(
@@ -163,17 +176,40 @@ export class CacheStore implements ResponseCache {
     this.counts.miss();
   }
 
-  /** Write the batched hit statistics. */
+  /** Write the batched hit statistics, all of them (shutdown, reports, the CLI). */
   flush(): void {
-    if (this.counts.empty) return;
+    while (!this.counts.empty) this.flushStep(Infinity, Infinity);
+  }
+
+  /**
+   * One transaction of batched hit statistics: at most `maxRows` rows, and no row started
+   * after `budgetMs` (the server's maintenance pass yields between steps). True when rows of
+   * the drain under way remain. A failed write keeps the rows and totals for the next flush.
+   */
+  flushStep(maxRows = this.steps.rows, budgetMs = this.steps.budgetMs): boolean {
+    if (this.counts.empty) return false;
     this.sync();
-    const batch = this.counts.take();
-    this.db
-      .transaction(() => {
-        for (const [rowid, n, at] of batch.rows) this.hitStmt.run(n, at, at, rowid);
-        this.counters.addHits(batch.hits, batch.misses);
-      })
-      .immediate();
+    const d = this.counts.drain();
+    const t0 = performance.now();
+    let i = d.from;
+    try {
+      this.db
+        .transaction(() => {
+          for (; i < d.rows.length && i - d.from < maxRows; i++) {
+            // The clock is read every 32 rows: a row costs microseconds.
+            if ((i - d.from) % 32 === 31 && performance.now() - t0 > budgetMs) break;
+            const [rowid, n, at] = d.rows[i]!;
+            if (n > 0) this.hitStmt.run(n, at, at, rowid);
+          }
+          this.counters.addHits(d.hits, d.misses);
+        })
+        .immediate();
+    } catch (err) {
+      this.counts.written(d.from, d);
+      throw err;
+    }
+    this.counts.written(i);
+    return i < d.rows.length;
   }
 
   /**
@@ -182,9 +218,21 @@ export class CacheStore implements ResponseCache {
    * `deadBefore` gives, per endpoint and status, the stored time before which an entry is dead.
    */
   maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
-    this.flush();
+    let removed = 0;
+    for (const n of this.maintainSteps(maxBytes, deadBefore)) removed += n;
+    return removed;
+  }
+
+  /**
+   * maintain() as steps, each one bounded transaction (a chunk of the hit-count flush, a batch
+   * of deletions), yielding how many entries it deleted: the server's pass (ServingCache)
+   * gives the event loop a turn between two steps.
+   */
+  *maintainSteps(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): Generator<number, void> {
+    while (this.flushStep()) yield 0;
+    yield 0;
     this.sync();
-    return this.eviction.evict(maxBytes, deadBefore);
+    yield* this.eviction.steps(maxBytes, deadBefore, this.steps.budgetMs);
   }
 
   /** Every entry of `filter` in one transaction: for the CLI. The server purges in batches (cache-purge.ts). */

@@ -1,5 +1,8 @@
 import type { StoredEntry } from './cache-entry.js';
 
+/** One row's pending count: [rowid, hits, last hit time]. */
+export type HitRow = [rowid: number, hits: number, at: number];
+
 /** What a flush writes: per-row counts in rowid order, and the totals for the `counters` table. */
 export interface HitBatch {
   /** [rowid, hits, last hit time], ascending rowid: neighbours share pages, which at 1M entries halves the pages touched. */
@@ -13,11 +16,19 @@ export interface HitBatch {
  * hit. Per row by rowid (a number, where the key would be a ~100-byte string kept alive until
  * the flush). A row deleted meanwhile takes its count with it (`forget`), so that a later row
  * given the same rowid never inherits it; the totals count every hit and miss regardless.
+ *
+ * The server writes the counts in chunks (`drain`/`written`), a transaction each with a turn of
+ * the event loop between them: at a million entries the rows hit within one maintenance
+ * interval are tens of thousands of random pages, 100–250 ms as one transaction. A drain
+ * holds the rows sorted when it began; hits counted meanwhile wait for the next drain.
  */
 export class HitCounts {
   private rows = new Map<number, { n: number; at: number }>();
   private hits = 0;
   private misses = 0;
+  /** The rows of the drain under way, ascending rowid; those before `drainAt` are written. */
+  private draining: HitRow[] = [];
+  private drainAt = 0;
 
   hit(e: StoredEntry, at: number): void {
     this.hits++;
@@ -32,26 +43,83 @@ export class HitCounts {
     this.misses++;
   }
 
-  /** A row was deleted: its count goes with it. */
+  /** A row was deleted: its count goes with it, also from a drain under way. */
   forget(rowid: number): void {
     this.rows.delete(rowid);
+    const d = this.draining;
+    let lo = this.drainAt;
+    let hi = d.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const id = d[mid]![0];
+      if (id === rowid) {
+        d[mid]![1] = 0;
+        return;
+      }
+      if (id < rowid) lo = mid + 1;
+      else hi = mid - 1;
+    }
   }
 
   /** Rows may have been deleted and their rowids reused (another connection's commit, a purge of all). */
   forgetRows(): void {
     this.rows.clear();
+    this.draining = [];
+    this.drainAt = 0;
   }
 
   get empty(): boolean {
-    return this.hits === 0 && this.misses === 0;
+    return this.hits === 0 && this.misses === 0 && this.rows.size === 0 && this.drainAt >= this.draining.length;
   }
 
-  /** Everything counted since the last take, and start afresh. */
+  /** Everything counted since the last take (a drain's unwritten rows too), and start afresh. */
   take(): HitBatch {
-    const rows = [...this.rows].sort((a, b) => a[0] - b[0]).map(([rowid, { n, at }]) => [rowid, n, at] as const);
+    for (let i = this.drainAt; i < this.draining.length; i++) {
+      const [rowid, n, at] = this.draining[i]!;
+      if (n === 0) continue;
+      const r = this.rows.get(rowid);
+      if (r) r.n += n;
+      else this.rows.set(rowid, { n, at });
+    }
+    this.draining = [];
+    this.drainAt = 0;
+    const rows = this.sorted();
     const batch = { rows, hits: this.hits, misses: this.misses };
-    this.rows = new Map();
     this.hits = this.misses = 0;
     return batch;
+  }
+
+  /**
+   * The next chunk to write: the totals counted so far, and the unwritten rows of the drain
+   * under way (one begins, taking every row counted, when none is). Write rows from `from` on,
+   * as many as fit, then report how far with `written`; a row whose count is 0 was forgotten.
+   */
+  drain(): { rows: readonly HitRow[]; from: number; hits: number; misses: number } {
+    if (this.drainAt >= this.draining.length) {
+      this.draining = this.sorted();
+      this.drainAt = 0;
+    }
+    const out = { rows: this.draining, from: this.drainAt, hits: this.hits, misses: this.misses };
+    this.hits = this.misses = 0;
+    return out;
+  }
+
+  /**
+   * After drain(): its rows before `upTo` and its totals are written. When the write failed,
+   * call it with the drain's `from` and `failed` true: the totals are counted again.
+   */
+  written(upTo: number, failed?: { hits: number; misses: number }): void {
+    if (failed) {
+      this.hits += failed.hits;
+      this.misses += failed.misses;
+      return;
+    }
+    this.drainAt = Math.max(this.drainAt, upTo);
+  }
+
+  private sorted(): HitRow[] {
+    const rows = [...this.rows].sort((a, b) => a[0] - b[0]).map(([rowid, { n, at }]): HitRow => [rowid, n, at]);
+    this.rows = new Map();
+    return rows;
   }
 }
