@@ -3,7 +3,7 @@ import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
 import type { CacheEntry, NewEntry, CacheStats } from '../../domain/cache-entry.js';
-import { HitCounts } from './hit-counts.js';
+import { HitCountWriter, HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
 import { CachePurger, type PurgeFilter } from './cache-purge.js';
 import { CacheCounters } from './cache-counters.js';
@@ -72,7 +72,7 @@ export class CacheStore implements ResponseCache {
   private readonly oldStmt;
   private readonly putStmt;
   private readonly accessPutStmt;
-  private readonly hitStmt;
+  private readonly hitWriter: HitCountWriter;
   private readonly dataVersion: DataVersionWatch;
   private readonly counters: CacheCounters;
   private readonly counts = new HitCounts();
@@ -112,10 +112,8 @@ export class CacheStore implements ResponseCache {
       )
       .pluck();
     this.accessPutStmt = db.prepare<[number, number]>('INSERT OR REPLACE INTO access (id, hits, last_hit, last_access) VALUES (?, 0, NULL, ?)');
-    this.hitStmt = db.prepare<[number, number, number, number]>(
-      'UPDATE access SET hits = hits + ?, last_hit = ?, last_access = MAX(last_access, ?) WHERE id = ?',
-    );
     this.counters = new CacheCounters(db);
+    this.hitWriter = new HitCountWriter(db, this.counters, this.counts);
     this.eviction = new CacheEviction(db, this.counters, this.counts, this.hot);
     this.purger = new CachePurger(db, this.counters, this.counts, this.hot);
     // Looked at before the totals are read: a commit in between only costs a re-read.
@@ -189,27 +187,7 @@ export class CacheStore implements ResponseCache {
   flushStep(maxRows = this.steps.rows, budgetMs = this.steps.budgetMs): boolean {
     if (this.counts.empty) return false;
     this.sync();
-    const d = this.counts.drain();
-    const t0 = performance.now();
-    let i = d.from;
-    try {
-      this.db
-        .transaction(() => {
-          for (; i < d.rows.length && i - d.from < maxRows; i++) {
-            // The clock is read every 32 rows: a row costs microseconds.
-            if ((i - d.from) % 32 === 31 && performance.now() - t0 > budgetMs) break;
-            const [rowid, n, at] = d.rows[i]!;
-            if (n > 0) this.hitStmt.run(n, at, at, rowid);
-          }
-          this.counters.addHits(d.hits, d.misses);
-        })
-        .immediate();
-    } catch (err) {
-      this.counts.written(d.from, d);
-      throw err;
-    }
-    this.counts.written(i);
-    return i < d.rows.length;
+    return this.hitWriter.step(maxRows, budgetMs);
   }
 
   /**

@@ -1,4 +1,6 @@
+import type { CacheCounters } from './cache-counters.js';
 import type { StoredEntry } from './cache-entry.js';
+import type { DB } from './db.js';
 
 /** One row's pending count: [rowid, hits, last hit time]. */
 export type HitRow = [rowid: number, hits: number, at: number];
@@ -121,5 +123,46 @@ export class HitCounts {
     const rows = [...this.rows].sort((a, b) => a[0] - b[0]).map(([rowid, { n, at }]): HitRow => [rowid, n, at]);
     this.rows = new Map();
     return rows;
+  }
+}
+
+/** Writes HitCounts' drains into `access` and the `counters` totals, a bounded transaction at a time. */
+export class HitCountWriter {
+  private readonly hitStmt;
+
+  constructor(
+    private readonly db: DB,
+    private readonly counters: CacheCounters,
+    private readonly counts: HitCounts,
+  ) {
+    this.hitStmt = db.prepare<[number, number, number, number]>('UPDATE access SET hits = hits + ?, last_hit = ?, last_access = MAX(last_access, ?) WHERE id = ?');
+  }
+
+  /**
+   * One transaction: at most `maxRows` rows of the drain, and no row started after `budgetMs`.
+   * True when rows of the drain remain. A failed write keeps the rows and totals for the next.
+   */
+  step(maxRows: number, budgetMs: number): boolean {
+    const d = this.counts.drain();
+    const t0 = performance.now();
+    let i = d.from;
+    try {
+      this.db
+        .transaction(() => {
+          for (; i < d.rows.length && i - d.from < maxRows; i++) {
+            // The clock is read every 32 rows: a row costs microseconds.
+            if ((i - d.from) % 32 === 31 && performance.now() - t0 > budgetMs) break;
+            const [rowid, n, at] = d.rows[i]!;
+            if (n > 0) this.hitStmt.run(n, at, at, rowid);
+          }
+          this.counters.addHits(d.hits, d.misses);
+        })
+        .immediate();
+    } catch (err) {
+      this.counts.written(d.from, d);
+      throw err;
+    }
+    this.counts.written(i);
+    return i < d.rows.length;
   }
 }
