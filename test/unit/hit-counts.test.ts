@@ -85,8 +85,12 @@ describe('HitCounts', () => {
             expected = new Map(db);
           } else {
             const d = c.drain();
-            const upTo = Math.min(d.rows.length, d.from + o.k);
-            write(d.rows.slice(d.from, upTo));
+            const upTo = Math.min(d.ids.length, d.from + o.k);
+            const rows: Array<[number, number, number]> = [];
+            for (let i = d.from; i < upTo; i++) rows.push([d.ids[i]!, d.ns[i]!, d.ats[i]!]);
+            // A drain's rows are in ascending rowid order.
+            expect([...d.ids]).toEqual([...d.ids].sort((a, b) => a - b));
+            write(rows);
             totals += d.hits;
             c.written(upTo);
           }

@@ -2,9 +2,6 @@ import type { CacheCounters } from './cache-counters.js';
 import type { StoredEntry } from './cache-entry.js';
 import type { DB } from './db.js';
 
-/** One row's pending count: [rowid, hits, last hit time]. */
-export type HitRow = [rowid: number, hits: number, at: number];
-
 /** What a flush writes: per-row counts in rowid order, and the totals for the `counters` table. */
 export interface HitBatch {
   /** [rowid, hits, last hit time], ascending rowid: neighbours share pages, which at 1M entries halves the pages touched. */
@@ -28,8 +25,14 @@ export class HitCounts {
   private rows = new Map<number, { n: number; at: number }>();
   private hits = 0;
   private misses = 0;
-  /** The rows of the drain under way, ascending rowid; those before `drainAt` are written. */
-  private draining: HitRow[] = [];
+  /**
+   * The drain under way: rowids ascending, with their counts and last hit times (typed arrays:
+   * sorting 20,000 rows as tuples took 12–16 ms at once, as numbers ~1 ms). Those before
+   * `drainAt` are written; a forgotten row's count is 0.
+   */
+  private ids = new Float64Array(0);
+  private ns = new Float64Array(0);
+  private ats = new Float64Array(0);
   private drainAt = 0;
 
   hit(e: StoredEntry, at: number): void {
@@ -48,14 +51,13 @@ export class HitCounts {
   /** A row was deleted: its count goes with it, also from a drain under way. */
   forget(rowid: number): void {
     this.rows.delete(rowid);
-    const d = this.draining;
     let lo = this.drainAt;
-    let hi = d.length - 1;
+    let hi = this.ids.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      const id = d[mid]![0];
+      const id = this.ids[mid]!;
       if (id === rowid) {
-        d[mid]![1] = 0;
+        this.ns[mid] = 0;
         return;
       }
       if (id < rowid) lo = mid + 1;
@@ -66,26 +68,25 @@ export class HitCounts {
   /** Rows may have been deleted and their rowids reused (another connection's commit, a purge of all). */
   forgetRows(): void {
     this.rows.clear();
-    this.draining = [];
-    this.drainAt = 0;
+    this.endDrain();
   }
 
   get empty(): boolean {
-    return this.hits === 0 && this.misses === 0 && this.rows.size === 0 && this.drainAt >= this.draining.length;
+    return this.hits === 0 && this.misses === 0 && this.rows.size === 0 && this.drainAt >= this.ids.length;
   }
 
   /** Everything counted since the last take (a drain's unwritten rows too), and start afresh. */
   take(): HitBatch {
-    for (let i = this.drainAt; i < this.draining.length; i++) {
-      const [rowid, n, at] = this.draining[i]!;
+    for (let i = this.drainAt; i < this.ids.length; i++) {
+      const [rowid, n, at] = [this.ids[i]!, this.ns[i]!, this.ats[i]!];
       if (n === 0) continue;
       const r = this.rows.get(rowid);
       if (r) r.n += n;
       else this.rows.set(rowid, { n, at });
     }
-    this.draining = [];
-    this.drainAt = 0;
-    const rows = this.sorted();
+    this.endDrain();
+    const rows = [...this.rows].sort((a, b) => a[0] - b[0]).map(([rowid, { n, at }]) => [rowid, n, at] as const);
+    this.rows = new Map();
     const batch = { rows, hits: this.hits, misses: this.misses };
     this.hits = this.misses = 0;
     return batch;
@@ -93,22 +94,20 @@ export class HitCounts {
 
   /**
    * The next chunk to write: the totals counted so far, and the unwritten rows of the drain
-   * under way (one begins, taking every row counted, when none is). Write rows from `from` on,
-   * as many as fit, then report how far with `written`; a row whose count is 0 was forgotten.
+   * under way (one begins, taking every row counted, when none is): rowids ascending, counts
+   * and times. Write rows from `from` on, as many as fit, then report how far with `written`;
+   * a row whose count is 0 was forgotten.
    */
-  drain(): { rows: readonly HitRow[]; from: number; hits: number; misses: number } {
-    if (this.drainAt >= this.draining.length) {
-      this.draining = this.sorted();
-      this.drainAt = 0;
-    }
-    const out = { rows: this.draining, from: this.drainAt, hits: this.hits, misses: this.misses };
+  drain(): { ids: Float64Array; ns: Float64Array; ats: Float64Array; from: number; hits: number; misses: number } {
+    if (this.drainAt >= this.ids.length) this.beginDrain();
+    const out = { ids: this.ids, ns: this.ns, ats: this.ats, from: this.drainAt, hits: this.hits, misses: this.misses };
     this.hits = this.misses = 0;
     return out;
   }
 
   /**
    * After drain(): its rows before `upTo` and its totals are written. When the write failed,
-   * call it with the drain's `from` and `failed` true: the totals are counted again.
+   * call it with the drain's `from` and `failed`: the totals are counted again.
    */
   written(upTo: number, failed?: { hits: number; misses: number }): void {
     if (failed) {
@@ -119,10 +118,25 @@ export class HitCounts {
     this.drainAt = Math.max(this.drainAt, upTo);
   }
 
-  private sorted(): HitRow[] {
-    const rows = [...this.rows].sort((a, b) => a[0] - b[0]).map(([rowid, { n, at }]): HitRow => [rowid, n, at]);
+  private beginDrain(): void {
+    const n = this.rows.size;
+    const ids = new Float64Array(n);
+    let i = 0;
+    for (const id of this.rows.keys()) ids[i++] = id;
+    ids.sort();
+    const ns = new Float64Array(n);
+    const ats = new Float64Array(n);
+    for (let j = 0; j < n; j++) {
+      const r = this.rows.get(ids[j]!)!;
+      ns[j] = r.n;
+      ats[j] = r.at;
+    }
     this.rows = new Map();
-    return rows;
+    [this.ids, this.ns, this.ats, this.drainAt] = [ids, ns, ats, 0];
+  }
+
+  private endDrain(): void {
+    [this.ids, this.ns, this.ats, this.drainAt] = [new Float64Array(0), new Float64Array(0), new Float64Array(0), 0];
   }
 }
 
@@ -149,11 +163,11 @@ export class HitCountWriter {
     try {
       this.db
         .transaction(() => {
-          for (; i < d.rows.length && i - d.from < maxRows; i++) {
+          for (; i < d.ids.length && i - d.from < maxRows; i++) {
             // The clock is read every 32 rows: a row costs microseconds.
             if ((i - d.from) % 32 === 31 && performance.now() - t0 > budgetMs) break;
-            const [rowid, n, at] = d.rows[i]!;
-            if (n > 0) this.hitStmt.run(n, at, at, rowid);
+            const n = d.ns[i]!;
+            if (n > 0) this.hitStmt.run(n, d.ats[i]!, d.ats[i]!, d.ids[i]!);
           }
           this.counters.addHits(d.hits, d.misses);
         })
@@ -163,6 +177,6 @@ export class HitCountWriter {
       throw err;
     }
     this.counts.written(i);
-    return i < d.rows.length;
+    return i < d.ids.length;
   }
 }
