@@ -211,7 +211,11 @@ export class CacheStore implements ResponseCache {
     while (this.flushStep()) yield 0;
     yield 0;
     this.sync();
-    yield* this.eviction.steps(maxBytes, deadBefore, this.steps.budgetMs);
+    for (const removed of this.eviction.steps(maxBytes, deadBefore, this.steps.budgetMs)) {
+      yield removed;
+      // Another connection may have committed meanwhile (the CLI's purge): the totals follow.
+      this.sync();
+    }
   }
 
   /** Every entry of `filter` in one transaction: for the CLI. The server purges in batches (cache-purge.ts). */
