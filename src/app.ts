@@ -120,12 +120,18 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const listed = backend.keys.list();
   if (isPromise(listed)) listed.then(seed, (err: unknown) => logger.warn({ err }, 'keys not listed for the metrics; their series start with their first request'));
   else seed(listed);
+  // A pass runs in steps over several turns (the server's ports): the next waits for it to end.
+  let maintaining = false;
   const maintain = () => {
+    if (maintaining) return;
     const failed = (err: unknown) => logger.error({ err }, 'cache maintenance failed');
     try {
       const now = clock.now();
       const done = backend.cache.maintain(config.cache.maxBytes, (ep, status) => now - retentionMs(config.cache, ep as EndpointName, status));
-      if (isPromise(done)) done.catch(failed);
+      if (isPromise(done)) {
+        maintaining = true;
+        done.catch(failed).finally(() => (maintaining = false));
+      }
     } catch (err) {
       failed(err);
     }

@@ -35,6 +35,11 @@ export interface Entry {
 export interface Analysis {
   totalMs: number;
   idleMs: number;
+  /**
+   * Time in gaps between two samples over 3 ms (the sampling interval is 1 ms or less): the
+   * process did not run (other processes had the CPU), whatever the sample it is charged to.
+   */
+  gapMs: number;
   self: Entry[];
   inclusive: Entry[];
   /** Inclusive time of any function, node internals and packages too. */
@@ -75,6 +80,7 @@ export function analyze(file: string, n = 20, window?: { fromUs: number; toUs: n
   const origins = new Map<string, number>();
   let total = 0;
   let idle = 0;
+  let gap = 0;
   let at = p.startTime;
   for (let i = 0; i < p.samples.length; i++) {
     // timeDeltas[i] is the time since the previous sample; charge it to the sample that ends it.
@@ -83,6 +89,7 @@ export function analyze(file: string, n = 20, window?: { fromUs: number; toUs: n
     if (window && (at < window.fromUs || at > window.toUs)) continue;
     const node = byId.get(p.samples[i]!)!;
     total += us;
+    if (us > 3_000) gap += us;
     if (node.callFrame.functionName === '(idle)') {
       idle += us;
       continue;
@@ -105,6 +112,7 @@ export function analyze(file: string, n = 20, window?: { fromUs: number; toUs: n
   return {
     totalMs: total / 1000,
     idleMs: idle / 1000,
+    gapMs: gap / 1000,
     self: top(self, busy, n),
     inclusive: top(
       new Map([...incl].filter(([k]) => k.includes(' dist/'))),

@@ -50,4 +50,58 @@ describe('HitCounts', () => {
       }),
     );
   });
+
+  it('written in chunks (a drain), loses no hit and writes no forgotten row; hits during a drain wait for the next', () => {
+    type DrainOp = Op | { t: 'chunk'; k: number };
+    const drainOp: fc.Arbitrary<DrainOp> = fc.oneof(
+      { weight: 8, arbitrary: op },
+      { weight: 2, arbitrary: fc.record({ t: fc.constant('chunk' as const), k: fc.integer({ min: 0, max: 5 }) }) },
+    );
+    fc.assert(
+      fc.property(fc.array(drainOp, { maxLength: 300 }), (ops) => {
+        const c = new HitCounts();
+        /** What the table holds (rows written), and what it should hold once everything is written. */
+        const db = new Map<number, number>();
+        let expected = new Map<number, number>();
+        let hits = 0;
+        let totals = 0;
+        const write = (rows: ReadonlyArray<readonly [number, number, number]>) => {
+          for (const [id, n] of rows) if (n > 0) db.set(id, (db.get(id) ?? 0) + n);
+        };
+        for (const o of ops) {
+          if (o.t === 'hit') {
+            c.hit(row(o.id), o.at);
+            hits++;
+            expected.set(o.id, (expected.get(o.id) ?? 0) + 1);
+          } else if (o.t === 'miss') c.miss();
+          else if (o.t === 'forget') {
+            // The row is deleted from the table, and its count with it.
+            c.forget(o.id);
+            db.delete(o.id);
+            expected.delete(o.id);
+          } else if (o.t === 'forgetRows') {
+            // Counts not yet written are given up; what the table holds stays.
+            c.forgetRows();
+            expected = new Map(db);
+          } else {
+            const d = c.drain();
+            const upTo = Math.min(d.ids.length, d.from + o.k);
+            const rows: Array<[number, number, number]> = [];
+            for (let i = d.from; i < upTo; i++) rows.push([d.ids[i]!, d.ns[i]!, d.ats[i]!]);
+            // A drain's rows are in ascending rowid order.
+            expect([...d.ids]).toEqual([...d.ids].sort((a, b) => a - b));
+            write(rows);
+            totals += d.hits;
+            c.written(upTo);
+          }
+        }
+        const rest = c.take();
+        write(rest.rows);
+        totals += rest.hits;
+        expect(totals).toBe(hits);
+        expect(new Map([...db].filter(([, n]) => n > 0))).toEqual(expected);
+        expect(c.empty).toBe(true);
+      }),
+    );
+  });
 });

@@ -37,39 +37,47 @@ export class CacheEviction {
     );
   }
 
-  /** See CacheStore.maintain; the caller has flushed the hit counts and synced. Returns how many went. */
-  evict(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
-    let removed = 0;
+  /**
+   * See CacheStore.maintain; the caller has flushed the hit counts and synced. Each step is one
+   * transaction, which stops deleting after `budgetMs`, and yields how many entries it deleted.
+   */
+  *steps(maxBytes: number, deadBefore: (endpoint: string, status: number) => number, budgetMs = Infinity): Generator<number, void> {
     for (const endpoint of ENDPOINT_NAMES) {
       for (const status of STORED_STATUSES) {
-        removed += this.deleteRows(this.deadStmt.all(endpoint, status, deadBefore(endpoint, status)));
+        const dead = this.deadStmt.all(endpoint, status, deadBefore(endpoint, status));
+        if (dead.length > 0) yield this.deleteRows(dead, -1, budgetMs);
       }
     }
-    if (this.counters.bytes > maxBytes) {
-      const target = maxBytes * 0.9;
-      let repaired = false;
-      while (this.counters.bytes > target) {
-        const rowids = this.lruStmt.all(EVICT_BATCH);
-        if (rowids.length === 0) {
-          // Entries without an `access` row (rowids renumbered by a manual VACUUM): give them one.
-          if (repaired || this.accessRepairStmt.run().changes === 0) break;
-          repaired = true;
-          continue;
-        }
-        removed += this.deleteRows(rowids, target);
+    if (this.counters.bytes <= maxBytes) return;
+    const target = maxBytes * 0.9;
+    let repaired = false;
+    while (this.counters.bytes > target) {
+      const rowids = this.lruStmt.all(EVICT_BATCH);
+      if (rowids.length === 0) {
+        // Entries without an `access` row (rowids renumbered by a manual VACUUM): give them one.
+        if (repaired || this.accessRepairStmt.run().changes === 0) return;
+        repaired = true;
+        yield 0;
+        continue;
       }
+      yield this.deleteRows(rowids, target, budgetMs);
     }
-    return removed;
   }
 
-  /** Delete entries by rowid until the byte total is at most `stopAtBytes`; returns how many went. */
-  private deleteRows(rowids: number[], stopAtBytes = -1): number {
+  /**
+   * Delete entries by rowid until the byte total is at most `stopAtBytes` or `budgetMs` has
+   * passed (the rest are deleted by a later step); returns how many went.
+   */
+  private deleteRows(rowids: number[], stopAtBytes: number, budgetMs: number): number {
     if (rowids.length === 0) return 0;
     const gone: string[] = [];
+    const t0 = performance.now();
     this.db.transaction(() => {
       let bytes = 0;
-      for (const rowid of rowids) {
+      for (const [i, rowid] of rowids.entries()) {
         if (this.counters.bytes - bytes <= stopAtBytes) break;
+        // At least one row per step, so that eviction always moves on.
+        if (i > 0 && i % 16 === 0 && performance.now() - t0 > budgetMs) break;
         const r = this.deleteStmt.get(rowid);
         this.accessDeleteStmt.run(rowid);
         this.counts.forget(rowid);

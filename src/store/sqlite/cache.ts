@@ -3,7 +3,7 @@ import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
 import type { CacheEntry, NewEntry, CacheStats } from '../../domain/cache-entry.js';
-import { HitCounts } from './hit-counts.js';
+import { HitCountWriter, HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
 import { CachePurger, type PurgeFilter } from './cache-purge.js';
 import { CacheCounters } from './cache-counters.js';
@@ -49,7 +49,19 @@ export interface CacheStoreOptions {
   gate?: WriteGate;
   /** Runs readStats()'s reads off the event loop (the server's). */
   reader?: ReadWorker;
+  /**
+   * Bounds of one step of the maintenance pass (a transaction): hit-count rows written, and
+   * milliseconds after which it starts no further row. Defaults: MAINTENANCE_STEP.
+   */
+  maintenanceStep?: { rows: number; budgetMs: number };
 }
+
+/**
+ * One step of the maintenance pass. At a million entries a hit-count update costs ~10 µs and
+ * its commit as much again (a random page each); the budget bounds the rows' work, the row
+ * count the commit's: a step of 5–10 ms, measured on a loaded machine.
+ */
+export const MAINTENANCE_STEP = { rows: 500, budgetMs: 4 } as const;
 
 /**
  * cache.db's response cache: the hit path (get, recordHit, flush), put, and sync with other
@@ -61,7 +73,7 @@ export class CacheStore implements ResponseCache {
   private readonly oldStmt;
   private readonly putStmt;
   private readonly accessPutStmt;
-  private readonly hitStmt;
+  private readonly hitWriter: HitCountWriter;
   private readonly dataVersion: DataVersionWatch;
   private readonly counters: CacheCounters;
   private readonly counts = new HitCounts();
@@ -71,6 +83,7 @@ export class CacheStore implements ResponseCache {
   private readonly reader: ReadWorker | null;
   private readonly eviction: CacheEviction;
   private readonly purger: CachePurger;
+  private readonly steps: { rows: number; budgetMs: number };
 
   constructor(
     private readonly db: DB,
@@ -79,6 +92,7 @@ export class CacheStore implements ResponseCache {
     this.hot = new HotEntries(opts.memoryMaxBytes ?? DEFAULT_MEMORY_MAX_BYTES);
     this.gate = opts.gate ?? null;
     this.reader = opts.reader ?? null;
+    this.steps = opts.maintenanceStep ?? MAINTENANCE_STEP;
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.getStmt = db
       .prepare<[string], RawRow>(
@@ -99,10 +113,8 @@ export class CacheStore implements ResponseCache {
       )
       .pluck();
     this.accessPutStmt = db.prepare<[number, number]>('INSERT OR REPLACE INTO access (id, hits, last_hit, last_access) VALUES (?, 0, NULL, ?)');
-    this.hitStmt = db.prepare<[number, number, number, number]>(
-      'UPDATE access SET hits = hits + ?, last_hit = ?, last_access = MAX(last_access, ?) WHERE id = ?',
-    );
     this.counters = new CacheCounters(db);
+    this.hitWriter = new HitCountWriter(db, this.counters, this.counts);
     this.eviction = new CacheEviction(db, this.counters, this.counts, this.hot);
     this.purger = new CachePurger(db, this.counters, this.counts, this.hot);
     // Looked at before the totals are read: a commit in between only costs a re-read.
@@ -163,17 +175,20 @@ export class CacheStore implements ResponseCache {
     this.counts.miss();
   }
 
-  /** Write the batched hit statistics. */
+  /** Write the batched hit statistics, all of them (shutdown, reports, the CLI). */
   flush(): void {
-    if (this.counts.empty) return;
+    while (!this.counts.empty) this.flushStep(Infinity, Infinity);
+  }
+
+  /**
+   * One transaction of batched hit statistics: at most `maxRows` rows, and no row started
+   * after `budgetMs` (the server's maintenance pass yields between steps). True when rows of
+   * the drain under way remain. A failed write keeps the rows and totals for the next flush.
+   */
+  flushStep(maxRows = this.steps.rows, budgetMs = this.steps.budgetMs): boolean {
+    if (this.counts.empty) return false;
     this.sync();
-    const batch = this.counts.take();
-    this.db
-      .transaction(() => {
-        for (const [rowid, n, at] of batch.rows) this.hitStmt.run(n, at, at, rowid);
-        this.counters.addHits(batch.hits, batch.misses);
-      })
-      .immediate();
+    return this.hitWriter.step(maxRows, budgetMs);
   }
 
   /**
@@ -182,9 +197,25 @@ export class CacheStore implements ResponseCache {
    * `deadBefore` gives, per endpoint and status, the stored time before which an entry is dead.
    */
   maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
-    this.flush();
+    let removed = 0;
+    for (const n of this.maintainSteps(maxBytes, deadBefore)) removed += n;
+    return removed;
+  }
+
+  /**
+   * maintain() as steps, each one bounded transaction (a chunk of the hit-count flush, a batch
+   * of deletions), yielding how many entries it deleted: the server's pass (ServingCache)
+   * gives the event loop a turn between two steps.
+   */
+  *maintainSteps(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): Generator<number, void> {
+    while (this.flushStep()) yield 0;
+    yield 0;
     this.sync();
-    return this.eviction.evict(maxBytes, deadBefore);
+    for (const removed of this.eviction.steps(maxBytes, deadBefore, this.steps.budgetMs)) {
+      yield removed;
+      // Another connection may have committed meanwhile (the CLI's purge): the totals follow.
+      this.sync();
+    }
   }
 
   /** Every entry of `filter` in one transaction: for the CLI. The server purges in batches (cache-purge.ts). */

@@ -34,6 +34,9 @@ interface Reply {
   errors: Array<{ file: string; message: string; code?: string }>;
 }
 
+/** Attempts at a TRUNCATE checkpoint per tick, 2 ms apart, while writes keep taking the lock. */
+const TRUNCATE_TRIES = 10;
+
 /*
  * The worker body is a small inline script run with `eval: true`, not a file of its own.
  * Node 20 cannot load a .ts file in a worker and vitest's transform does not reach worker
@@ -54,13 +57,25 @@ const { statSync } = process.getBuiltinModule('node:fs');
 const { createRequire } = process.getBuiltinModule('node:module');
 const Database = createRequire(workerData.driver)(workerData.driver);
 const conns = new Map();
+const pause = new Int32Array(new SharedArrayBuffer(4));
 const walSize = (file) => { try { return statSync(file + '-wal').size; } catch { return 0; } };
 function checkpoint(file, again) {
   let db = conns.get(file);
   if (!db) { db = new Database(file, { fileMustExist: true, timeout: 0 }); conns.set(file, db); }
   const walBytes = walSize(file);
   const mode = walBytes > workerData.truncateAboveBytes ? 'TRUNCATE' : 'PASSIVE';
-  const r = db.pragma('wal_checkpoint(' + mode + ')')[0];
+  let r;
+  if (mode === 'TRUNCATE') {
+    // TRUNCATE holds the write lock while it copies: copy first without it (PASSIVE), so that
+    // it holds the lock only for the frames written since, the fsync and the truncation. It
+    // never waits for the lock (busy timeout 0): when a write holds it, try again shortly.
+    db.pragma('wal_checkpoint(PASSIVE)');
+    for (let i = 0; ; i++) {
+      r = db.pragma('wal_checkpoint(TRUNCATE)')[0];
+      if (r.busy === 0 || i >= workerData.truncateTries) break;
+      Atomics.wait(pause, 0, 0, 2);
+    }
+  } else r = db.pragma('wal_checkpoint(PASSIVE)')[0];
   // -1: this connection saw the file before it was switched to WAL (opened in between its
   // creation and its first pragma); a new connection sees the WAL.
   if (r.log === -1 && !again) { drop(file); return checkpoint(file, true); }
@@ -112,6 +127,7 @@ export class Checkpointer {
         files: files.map((f) => resolve(f)),
         driver: createRequire(import.meta.url).resolve('better-sqlite3'),
         truncateAboveBytes: opts.truncateAboveBytes ?? 64 * 1024 * 1024,
+        truncateTries: TRUNCATE_TRIES,
       },
     });
     this.worker.on('message', (reply: Reply) => {

@@ -8,7 +8,8 @@ import type { CacheStore } from './cache.js';
  * The server's response cache port: the store itself, except that a purge runs in batches
  * with the event loop's turn between them (cache-purge.ts), so that an admin purge of a large
  * cache never stalls the requests being served. CacheStore.purge (one transaction) is the
- * CLI's. Every other call goes straight to the store: get and recordHit are the hit path.
+ * CLI's; so does the maintenance pass. Every other call goes straight to the store: get and
+ * recordHit are the hit path.
  */
 export class ServingCache implements ResponseCache {
   constructor(private readonly store: CacheStore) {}
@@ -37,8 +38,19 @@ export class ServingCache implements ResponseCache {
     return this.store.readStats();
   }
 
-  maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): number {
-    return this.store.maintain(maxBytes, deadBefore);
+  /**
+   * The maintenance pass in steps (CacheStore.maintainSteps), each one bounded transaction,
+   * with the event loop's turn between two: at a million entries the whole pass held the loop
+   * 100–250 ms. A pass under way when the database closes stops there.
+   */
+  async maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): Promise<number> {
+    let removed = 0;
+    for (const n of this.store.maintainSteps(maxBytes, deadBefore)) {
+      removed += n;
+      await new Promise((r) => setImmediate(r));
+      if (!this.store.isOpen()) break;
+    }
+    return removed;
   }
 
   totalBytes(): number {

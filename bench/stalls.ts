@@ -1,0 +1,112 @@
+/**
+ * What stalls the gateway's event loop, by hand (`npm run build && npx tsx bench/stalls.ts [phases]`):
+ * the gateway runs with bench/lib/long-task-probe.mjs preloaded and `--cpu-prof`, through
+ * phases of load (hits at saturation, misses at concurrency 16, idle spans between them);
+ * every stall the probe saw (≥ STALL_PROBE_MS, 15 ms by default) is then printed
+ * with the garbage collections inside it and the functions the profile sampled during it.
+ * Diagnosis only: it writes nothing to BENCHMARKS.md. TOLLGATE_BENCH_TARGET picks another build.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fillThroughGateway, randomPaths } from './hit.js';
+import { analyze, monotonicUs } from './lib/cpuprofile.js';
+import { ROOT } from './lib/dist.js';
+import { runLoad } from './lib/load.js';
+import { entityPath, SIM_KEY, startStack } from './lib/stack.js';
+import { populate, profileTemplates } from './lib/populate.js';
+import { startSimulator } from './lib/procs.js';
+
+interface Stall {
+  stall: number;
+  fromUs: number;
+  toUs: number;
+}
+interface Gc {
+  gc: string;
+  fromUs: number;
+  ms: number;
+  heapMB: number;
+  totalMB: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Entries in the cache: STALLS_ENTRIES (a populated cache.db, as benchmark 4's), else 1,000 filled through the gateway. */
+const ENTITIES = Number(process.env.STALLS_ENTRIES ?? 1_000);
+
+async function main(): Promise<void> {
+  const phases = process.argv.slice(2).length ? process.argv.slice(2) : ['idle', 'hits', 'idle', 'misses', 'idle', 'hits', 'idle'];
+  const profDir = `/tmp/tollgate-stalls-${process.pid}`;
+  const probeFile = join(profDir, 'probe.jsonl');
+  mkdirSync(profDir, { recursive: true });
+  process.env.STALL_PROBE_FILE = probeFile;
+  let dir: string | undefined;
+  if (ENTITIES > 1_000) {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-stalls-data-'));
+    const sim = await startSimulator(SIM_KEY, 0);
+    const templates = await profileTemplates(sim.url, SIM_KEY);
+    await sim.stop();
+    const pop = await populate(dir, ENTITIES, templates, Date.now());
+    console.log(`populated ${ENTITIES} entries in ${(pop.ms / 1000).toFixed(1)} s`);
+    // As benchmark 4: eviction stays idle (STALLS_MAX_BYTES to see it run).
+    writeFileSync(join(dir, 'bench.yaml'), `cache:\n  maxBytes: ${process.env.STALLS_MAX_BYTES ?? 8 * 2 ** 30}\n`);
+  }
+  const stack = await startStack({
+    dir,
+    configFile: dir ? join(dir, 'bench.yaml') : undefined,
+    nodeArgs: ['--import', join(ROOT, 'bench', 'lib', 'long-task-probe.mjs'), '--cpu-prof', '--cpu-prof-dir', profDir, '--cpu-prof-interval', '1000', ...(process.env.STALLS_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+  });
+  const marks: Array<{ name: string; fromUs: number; toUs: number; note: string }> = [];
+  let nextMiss = 5_000_000;
+  try {
+    if (!dir) await fillThroughGateway(stack.gw.url, stack.auth, ENTITIES);
+    for (const phase of phases) {
+      const fromUs = monotonicUs();
+      let note = '';
+      if (phase === 'idle') await sleep(5_000);
+      else if (phase === 'hits') {
+        const r = await runLoad({ url: stack.gw.url, serverPid: stack.gw.pid, headers: stack.auth, connections: 64, durationS: 8, pathsFor: randomPaths(ENTITIES) });
+        note = `${Math.round(r.rps)} req/s, ${r.cpuUsPerRequest.toFixed(1)} µs CPU, p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms`;
+      } else if (phase === 'misses') {
+        const n = 4_000;
+        const r = await runLoad({
+          url: stack.gw.url,
+          serverPid: stack.gw.pid,
+          headers: stack.auth,
+          connections: 16,
+          durationS: 0,
+          amount: n,
+          pathsFor: () => Array.from({ length: n }, () => entityPath(nextMiss++)),
+        });
+        note = `${Math.round(r.rps)} req/s, ${r.cpuUsPerRequest.toFixed(1)} µs CPU, p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms`;
+      } else throw new Error(`unknown phase ${phase}`);
+      marks.push({ name: phase, fromUs, toUs: monotonicUs(), note });
+      console.log(`${phase}: ${note} (load ${loadavg().map((x) => x.toFixed(2)).join(', ')})`);
+    }
+  } finally {
+    await stack.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+  const prof = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+  const lines = readFileSync(probeFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Stall | Gc);
+  const stalls = lines.filter((l): l is Stall => 'stall' in l);
+  const gcs = lines.filter((l): l is Gc => 'gc' in l);
+  const phaseOf = (us: number) => marks.find((m) => us >= m.fromUs && us <= m.toUs)?.name ?? 'between';
+  const majors = gcs.filter((g) => g.gc !== 'scavenge');
+  console.log(`\n${gcs.length} GCs ≥ 1 ms (${gcs.filter((g) => g.gc === 'scavenge').length} scavenges, max ${Math.max(0, ...gcs.filter((g) => g.gc === 'scavenge').map((g) => g.ms)).toFixed(1)} ms); others:`);
+  for (const g of majors) console.log(`  ${phaseOf(g.fromUs)} ${g.gc} ${g.ms} ms, heap after ${g.heapMB}/${g.totalMB} MB`);
+  console.log(`\n${stalls.length} stalls:`);
+  for (const s of stalls.sort((a, b) => a.fromUs - b.fromUs)) {
+    const inside = gcs.filter((g) => g.fromUs >= s.fromUs - 1000 && g.fromUs <= s.toUs);
+    const gcMs = inside.reduce((a, g) => a + g.ms, 0);
+    console.log(`\n— ${s.stall} ms in ${phaseOf(s.fromUs)}; GC inside ${gcMs.toFixed(1)} ms (${inside.map((g) => `${g.gc} ${g.ms}`).join(', ')})`);
+    if (!prof) continue;
+    const a = analyze(join(profDir, prof), 8, { fromUs: s.fromUs, toUs: s.toUs });
+    console.log(`   busy ${(a.totalMs - a.idleMs).toFixed(1)} of ${a.totalMs.toFixed(1)} ms sampled; not running (sample gaps over 3 ms) ${a.gapMs.toFixed(1)} ms`);
+    console.log(`   self: ${a.self.map((e) => `${e.name} ${e.ms.toFixed(1)}`).join(' | ')}`);
+    console.log(`   tollgate incl: ${a.inclusive.map((e) => `${e.name} ${e.ms.toFixed(1)}`).join(' | ')}`);
+  }
+  console.log(`\nprofile and probe in ${profDir}`);
+}
+
+await main();
