@@ -3,8 +3,9 @@
  * Layers point down only:
  *
  *   domain/          pure rules and types, no I/O
- *   config.ts        the configuration, validated once (its schema: config-schema.ts; its
- *                    environment variables, derived from the schema: config-env.ts)
+ *   config.ts        the configuration, validated once (its schema: config-schema.ts, with
+ *                    config-notifications.ts and config-limits.ts; its environment variables,
+ *                    derived from the schema: config-env.ts)
  *   store/ports.ts   storage interfaces, store/backend.ts a backend whole (+ store/*.ts helpers every backend shares)
  *   store/sqlite/    the embedded backend; store/postgres/ + store/redis/ the shared one (being built);
  *                    store/open.ts picks a backend from the configuration
@@ -37,7 +38,7 @@ module.exports = {
       name: 'config-above-domain-only',
       severity: 'error',
       comment: 'The configuration is validated with the domain parsers and nothing above them.',
-      from: { path: '^src/config(-schema|-env|-notifications)?\\.ts$' },
+      from: { path: '^src/config(-schema|-env|-notifications|-limits)?\\.ts$' },
       to: { path: '^src/(store|gateway|upstream|http|admin|obs|cli|simulator)/' },
     },
     {

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { endpointByPath } from '../domain/endpoints.js';
-import { UNCLAIMED_REASONS, type UnclaimedReason } from '../domain/herd.js';
+import type { UnclaimedReason } from '../domain/herd.js';
 import type { UpstreamObserver } from '../upstream/types.js';
 import { registerGauges, type MetricsSources } from './metric-gauges.js';
 import { BudgetMetrics } from './budget-metrics.js';
-import { ANONYMOUS_REFUSALS, CACHE_STATUSES, CLIENT_ERROR_REASONS, KEYED_REFUSALS, LIMITED_ENDPOINTS, LOOKUP_ENDPOINTS, PROVIDER_STATUSES, grid } from './metric-labels.js';
+import { ANONYMOUS_REFUSALS, KEYED_REFUSALS } from './metric-labels.js';
+import { seedFixedSeries, seedKeySeries } from './metric-seed.js';
 
 export type { MetricsSources } from './metric-gauges.js';
 
@@ -219,7 +220,7 @@ export class Metrics {
     const key = this.keyLabel(name);
     if (!this.seededKeys.has(key)) {
       this.seededKeys.add(key);
-      this.zero(this.refused, grid({ endpoint: LIMITED_ENDPOINTS, reason: key === '' ? ANONYMOUS_REFUSALS : KEYED_REFUSALS, key: [key] }));
+      seedKeySeries(this.refused, key);
     }
     return { key };
   }
@@ -233,27 +234,10 @@ export class Metrics {
     return label;
   }
 
-  /**
-   * Export every series whose labels are known in advance from 0 (see metric-labels.ts).
-   * Per-key series are seeded when the key is first seen, so their number stays bounded
-   * by MAX_KEY_LABELS; credits are not seeded per key (nothing alerts on their first increment).
-   */
+  /** Every series whose labels are known in advance, from 0 (metric-seed.ts); with per-key labels, the anonymous refusals too. */
   private seed(): void {
-    this.zero(this.requests, grid({ endpoint: LOOKUP_ENDPOINTS, status: ['200'], cache: CACHE_STATUSES }));
-    this.zero(this.upstreamRequests, grid({ endpoint: LOOKUP_ENDPOINTS, status: PROVIDER_STATUSES }));
-    this.zero(this.coalesced, grid({ endpoint: LOOKUP_ENDPOINTS }));
-    this.zero(this.clientErrors, grid({ reason: CLIENT_ERROR_REASONS }));
-    this.zero(this.unclaimedCalls, grid({ reason: UNCLAIMED_REASONS }));
-    if (this.opts.perKeyLabels) {
-      this.keyLabels(undefined);
-      return;
-    }
-    this.zero(this.refused, grid({ endpoint: LIMITED_ENDPOINTS, reason: [...KEYED_REFUSALS, ...ANONYMOUS_REFUSALS] }));
-    this.zero(this.creditsSpent, grid({ endpoint: LIMITED_ENDPOINTS }));
-    this.zero(this.creditsSaved, grid({ endpoint: LIMITED_ENDPOINTS }));
-  }
-
-  private zero(counter: Counter, series: Array<Record<string, string>>): void {
-    for (const labels of series) counter.inc(labels, 0);
+    const { requests, upstreamRequests, coalesced, clientErrors, unclaimedCalls, refused, creditsSpent, creditsSaved } = this;
+    seedFixedSeries({ requests, upstreamRequests, coalesced, clientErrors, unclaimedCalls, refused, creditsSpent, creditsSaved }, this.opts.perKeyLabels);
+    if (this.opts.perKeyLabels) this.keyLabels(undefined);
   }
 }

@@ -3,49 +3,14 @@ import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEnt
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
-import { CHANGES_CHANNEL, changePayload, NOTIFY_SQL } from './change-feed.js';
+import { changePayload, NOTIFY_SQL } from './change-feed.js';
+import { GET, PUT, sizeOf, toEntry, type Row } from './cache-rows.js';
 import { inTransaction } from './pool.js';
 
-interface Row {
-  key: string;
-  endpoint: string;
-  identity: string;
-  status: number;
-  data: string | null;
-  meta: string | null;
-  error_code: string | null;
-  error_message: string | null;
-  stored_at: string;
-  fresh_as_of: string | null;
-  credits: string;
-  size: string;
-}
+export { sizeOf } from './cache-rows.js';
 
-const COLUMNS = 'key, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size';
+/** Least-recently-used entries read per round of eviction. */
 const EVICT_BATCH = 500;
-const GET = `SELECT ${COLUMNS} FROM cache_entries WHERE key = $1`;
-
-const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 FOR UPDATE),
-  stored AS (
-    INSERT INTO cache_entries (${COLUMNS}, last_access)
-    SELECT $1::text, $2::text, $3::text, $4::integer, $5::text, $6::text, $7::text, $8::text, $9::bigint, $10::bigint, $11::bigint, $12::bigint, $9::bigint
-    WHERE (SELECT count(*) FROM old) >= 0
-    ON CONFLICT (key) DO UPDATE SET endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
-      meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message, stored_at = excluded.stored_at,
-      fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0
-    RETURNING (xmax = 0) AS inserted),
-  totals AS (
-    UPDATE cache_counters SET value = value + CASE name
-      WHEN 'bytes' THEN $12::bigint - COALESCE((SELECT size FROM old), 0)
-      ELSE (SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored) END
-    WHERE name IN ('bytes', 'entries') RETURNING name, value)
-  SELECT name, value, pg_notify('${CHANGES_CHANNEL}', $13) FROM totals`;
-
-/** Bytes of the stored text plus a fixed allowance for the row's other columns and index entries (as the embedded cache counts). */
-export function sizeOf(e: NewEntry): number {
-  const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
-  return text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
-}
 
 /**
  * The response cache in PostgreSQL, shared by every replica: an answer stored through one is
@@ -239,21 +204,4 @@ export class PgResponseCache implements ResponseCache {
     );
     this.mirror(r.rows);
   }
-}
-
-function toEntry(r: Row): CacheEntry {
-  return {
-    key: r.key,
-    endpoint: r.endpoint,
-    identity: r.identity,
-    status: r.status,
-    data: r.data,
-    meta: r.meta,
-    errorCode: r.error_code,
-    errorMessage: r.error_message,
-    storedAt: Number(r.stored_at),
-    freshAsOf: r.fresh_as_of === null ? null : Number(r.fresh_as_of),
-    credits: Number(r.credits),
-    size: Number(r.size),
-  };
 }

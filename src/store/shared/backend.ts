@@ -1,59 +1,24 @@
-import type { Pool } from '../postgres/pool.js';
 import type { Config } from '../../config.js';
-import { systemClock, type Clock } from '../../domain/clock.js';
-import { LastUsedBatcher } from '../last-used.js';
-import type { BackendOptions, StorageBackend, StorageGauges, StorageHealth, StorageLog } from '../backend.js';
+import type { StorageBackend, StorageGauges, StorageHealth } from '../backend.js';
+import type { LastUsedBatcher } from '../last-used.js';
 import type { Teams } from '../ports.js';
-import { PgResponseCache } from '../postgres/cache.js';
-import { PgChangeFeed } from '../postgres/change-feed.js';
-import { PgCredits } from '../postgres/credits.js';
-import { PgKeys } from '../postgres/keys.js';
-import { PgTeams } from '../postgres/teams.js';
-import { PgAudit } from '../postgres/audit.js';
-import { PgSessions } from '../postgres/sessions.js';
-import { PgBudgetAlerts } from '../postgres/budget-alerts.js';
-import { PgLedger } from '../postgres/ledger.js';
-import { PgLedgerRetention } from '../postgres/ledger-retention.js';
-import { ReplicaLease } from '../postgres/lease.js';
-import { AbandonedRecovery } from '../postgres/recovery.js';
-import { openPool } from '../postgres/pool.js';
-import { migrate } from '../postgres/schema.js';
-import { openRedis, redisPrefixOf, type RedisClientType } from '../redis/client.js';
-import { RedisCallClaims } from '../redis/call-claims.js';
-import { RedisRateCounters } from '../redis/rate-counters.js';
-import { FallbackRateCounters } from './rate-fallback.js';
-import { RememberedCache } from './remembered-cache.js';
-import { RememberedKeys, rememberedTeams } from './remembered-keys.js';
+import type { PgAudit } from '../postgres/audit.js';
+import type { PgBudgetAlerts } from '../postgres/budget-alerts.js';
+import type { PgChangeFeed } from '../postgres/change-feed.js';
+import type { PgCredits } from '../postgres/credits.js';
+import type { PgLedger } from '../postgres/ledger.js';
+import type { PgSessions } from '../postgres/sessions.js';
+import type { RedisCallClaims } from '../redis/call-claims.js';
+import { openSharedParts, type SharedOptions, type SharedParts } from './parts.js';
 import { probe } from './probe.js';
+import type { FallbackRateCounters } from './rate-fallback.js';
+import type { RememberedCache } from './remembered-cache.js';
+import type { RememberedKeys } from './remembered-keys.js';
 
-/** How often a replica looks for reservations of replicas whose lease lapsed. */
-const RECOVERY_EVERY_MS = 5_000;
-
-/** The ports a SharedBackend exposes, as its own fields. */
-type Ports = 'changes' | 'keys' | 'teams' | 'audit' | 'sessions' | 'alerts' | 'lastUsed' | 'rates' | 'credits' | 'ledger' | 'cache' | 'claims';
-
-/** Everything a SharedBackend holds: its ports, and the connections and timers behind them. */
-interface Parts extends Pick<SharedBackend, Ports> {
-  readonly pool: Pool;
-  readonly leasePool: Pool | null;
-  readonly cachePool: Pool;
-  readonly redis: RedisClientType;
-  /** The server's: this replica's lease and the recovery of dead replicas' reservations. */
-  readonly lease: ReplicaLease | null;
-  readonly recovery: AbandonedRecovery | null;
-  /** The server's: raw ledger rows past ledger.retentionDays folded into daily totals, on a timer. */
-  readonly retention: PgLedgerRetention | null;
-  readonly log: StorageLog | undefined;
-  readonly server: boolean;
-}
+export type { SharedOptions } from './parts.js';
 
 /** How often batched writes (zero-credit ledger rows, hit counters) go to PostgreSQL. */
 const FLUSH_EVERY_MS = 1_000;
-
-/** Where the shared backend's keys live in Redis; tests give each run its own. */
-export interface SharedOptions extends BackendOptions {
-  readonly redisPrefix?: string;
-}
 
 /**
  * The shared backend, for several replicas: keys and the audit log, credits, reservations, the ledger and the
@@ -85,62 +50,14 @@ export class SharedBackend implements StorageBackend {
   readonly cache: RememberedCache;
   readonly claims: RedisCallClaims;
 
-  private constructor(private readonly parts: Parts) {
+  private constructor(private readonly parts: SharedParts) {
     ({ changes: this.changes, keys: this.keys, teams: this.teams, audit: this.audit, sessions: this.sessions, alerts: this.alerts, lastUsed: this.lastUsed, rates: this.rates, credits: this.credits, ledger: this.ledger, cache: this.cache, claims: this.claims } = parts);
     this.flushTimer = parts.server ? setInterval(() => void this.flush(), FLUSH_EVERY_MS) : null;
     this.flushTimer?.unref();
   }
 
   static async open(config: Readonly<Config>, opts: SharedOptions): Promise<SharedBackend> {
-    const { databaseUrl, redisUrl } = config.storage;
-    if (!databaseUrl || !redisUrl) throw new Error('the shared backend needs storage.databaseUrl and storage.redisUrl');
-    const clock: Clock = opts.clock ?? systemClock;
-    const log = opts.log;
-    const server = opts.role === 'server';
-    const pool = openPool(databaseUrl, { max: server ? 10 : 4 });
-    // The lease's heartbeats on a connection of their own: a request pool saturated for the
-    // whole lease would otherwise make a live replica look dead to the others.
-    const leasePool = server ? openPool(databaseUrl, { max: 1 }) : null;
-    // The cache's own connections commit without waiting for the disk: an entry lost to a
-    // crash of PostgreSQL is fetched again, and a miss saves a disk sync.
-    const cachePool = openPool(databaseUrl, { max: server ? 4 : 1, asyncCommit: true });
-    let redis: RedisClientType | null = null;
-    let changes: PgChangeFeed | null = null;
-    let lease: ReplicaLease | null = null;
-    let recovery: AbandonedRecovery | null = null;
-    try {
-      await migrate(pool);
-      redis = await openRedis(redisUrl, log);
-      changes = await PgChangeFeed.open(databaseUrl, { log });
-      if (leasePool) lease = await ReplicaLease.start(leasePool, { log, onLost: () => log?.warn({}, 'this replica\'s lease had lapsed; its reservations may have been charged at their estimates') });
-      const audit = new PgAudit(pool, clock);
-      const table = new PgKeys(pool, clock, audit);
-      // A command reserves nothing: it needs no lease, only an owner name no replica has.
-      const credits = lease ? new PgCredits(pool, lease.id, lease) : new PgCredits(pool, `cli-${process.pid}`);
-      const ledger = new PgLedger(pool, credits, lease ? { leaseMs: lease.leaseMs } : {});
-      recovery = lease ? new AbandonedRecovery(ledger, log) : null;
-      // Reservations of replicas that died are charged before this one serves, then every few seconds.
-      await recovery?.run();
-      recovery?.start(RECOVERY_EVERY_MS);
-      const cache = new RememberedCache(await PgResponseCache.open(cachePool), changes, server ? config.cache.memoryMaxBytes : 0);
-      const prefix = opts.redisPrefix ?? redisPrefixOf(databaseUrl);
-      const rates = new FallbackRateCounters(new RedisRateCounters(redis, prefix), config.limits.onStoreFailure, clock, log);
-      const claims = new RedisCallClaims(redis, prefix);
-      const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
-      const keys = new RememberedKeys(table, changes);
-      const teams = rememberedTeams(new PgTeams(pool, clock, audit), keys);
-      const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
-      return new SharedBackend({ pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, log, server });
-    } catch (err) {
-      await recovery?.stop();
-      await changes?.close();
-      redis?.destroy();
-      await lease?.stop().catch(() => {});
-      await leasePool?.end().catch(() => {});
-      await cachePool.end().catch(() => {});
-      await pool.end().catch(() => {});
-      throw err;
-    }
+    return new SharedBackend(await openSharedParts(config, opts));
   }
 
   /**

@@ -12,7 +12,8 @@ export interface StoredEntry extends CacheEntry {
 /**
  * A CacheEntry with its own fields only, in one shape. Entries built here live in memory
  * (CacheStore.put's, and the copies HotEntries.offer takes), apart from the short-lived entries
- * `CacheStore.get` builds: see HotEntries.offer for why the allocation sites must differ.
+ * `CacheStore.get` builds (cache-statements.ts rowEntry): see HotEntries.offer for why the
+ * allocation sites must differ.
  */
 export function entryOf(e: NewEntry, size: number, id: number): StoredEntry {
   return {

@@ -2,6 +2,7 @@ import type { ResponseCache } from '../ports.js';
 import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
+import { prepareCacheStatements, rowEntry } from './cache-statements.js';
 import type { CacheEntry, NewEntry, CacheStats } from '../../domain/cache-entry.js';
 import { HitCountWriter, HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
@@ -15,29 +16,6 @@ import { gated, type WriteGate } from '../write-gate.js';
 export { CACHE_MIGRATIONS } from './cache-schema.js';
 export type { CacheStats } from './cache-stats.js';
 export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
-
-/** A row as `getStmt` returns it in raw mode (arrays are cheaper to build than objects). */
-type RawRow = [
-  rowid: number,
-  endpoint: string,
-  identity: string,
-  status: number,
-  data: string | null,
-  meta: string | null,
-  errorCode: string | null,
-  errorMessage: string | null,
-  storedAt: number,
-  freshAsOf: number | null,
-  credits: number,
-  size: number,
-];
-
-/**
- * SQLite's page cache on cache.db, in KiB (better-sqlite3's default is 16,000). Hits over a
- * large cache touch leaf pages far beyond any page cache; measured at 1M entries a 1 MB to 64 MB
- * page cache costs the same CPU per read, so a small one keeps the process's memory down.
- */
-const PAGE_CACHE_KIB = 2048;
 
 export interface CacheStoreOptions {
   /**
@@ -69,10 +47,7 @@ export const MAINTENANCE_STEP = { rows: 500, budgetMs: 4 } as const;
  * CacheCounters, which share the hit counts and the entries held in memory.
  */
 export class CacheStore implements ResponseCache {
-  private readonly getStmt;
-  private readonly oldStmt;
-  private readonly putStmt;
-  private readonly accessPutStmt;
+  private readonly stmts: ReturnType<typeof prepareCacheStatements>;
   private readonly hitWriter: HitCountWriter;
   private readonly dataVersion: DataVersionWatch;
   private readonly counters: CacheCounters;
@@ -93,26 +68,7 @@ export class CacheStore implements ResponseCache {
     this.gate = opts.gate ?? null;
     this.reader = opts.reader ?? null;
     this.steps = opts.maintenanceStep ?? MAINTENANCE_STEP;
-    db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
-    this.getStmt = db
-      .prepare<[string], RawRow>(
-        'SELECT rowid, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size FROM entries WHERE key = ?',
-      )
-      .raw();
-    this.oldStmt = db.prepare<[string], number>('SELECT size FROM entries WHERE key = ?').pluck();
-    // An update in place keeps the rowid, which `access` refers to.
-    this.putStmt = db
-      .prepare<[CacheEntry], number>(
-        `INSERT INTO entries
-          (key, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size, last_access)
-          VALUES (@key, @endpoint, @identity, @status, @data, @meta, @errorCode, @errorMessage, @storedAt, @freshAsOf, @credits, @size, @storedAt)
-        ON CONFLICT (key) DO UPDATE SET endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status,
-          data = excluded.data, meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message,
-          stored_at = excluded.stored_at, fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size
-        RETURNING rowid`,
-      )
-      .pluck();
-    this.accessPutStmt = db.prepare<[number, number]>('INSERT OR REPLACE INTO access (id, hits, last_hit, last_access) VALUES (?, 0, NULL, ?)');
+    this.stmts = prepareCacheStatements(db);
     this.counters = new CacheCounters(db);
     this.hitWriter = new HitCountWriter(db, this.counters, this.counts);
     this.eviction = new CacheEviction(db, this.counters, this.counts, this.hot);
@@ -126,23 +82,9 @@ export class CacheStore implements ResponseCache {
     if (this.hot.maxBytes > 0) this.sync();
     const held = this.hot.get(key);
     if (held !== undefined) return held;
-    const r = this.getStmt.get(key);
+    const r = this.stmts.get.get(key);
     if (!r) return null;
-    const e: StoredEntry = {
-      id: r[0],
-      key,
-      endpoint: r[1],
-      identity: r[2],
-      status: r[3],
-      data: r[4],
-      meta: r[5],
-      errorCode: r[6],
-      errorMessage: r[7],
-      storedAt: r[8],
-      freshAsOf: r[9],
-      credits: r[10],
-      size: r[11],
-    };
+    const e = rowEntry(key, r);
     // Never kept itself: `offer` holds a copy, for the reason given there (pretenuring).
     this.hot.offer(e);
     return e;
@@ -156,9 +98,9 @@ export class CacheStore implements ResponseCache {
     // then writes cannot wait for a lock another connection holds (SQLite skips the busy handler
     // on that upgrade, to avoid a deadlock): it failed at once with SQLITE_BUSY.
     const write = this.db.transaction(() => {
-      const oldSize = this.oldStmt.get(e.key);
-      const rowid = this.putStmt.get({ ...e, size })!;
-      this.accessPutStmt.run(rowid, e.storedAt);
+      const oldSize = this.stmts.old.get(e.key);
+      const rowid = this.stmts.put.get({ ...e, size })!;
+      this.stmts.accessPut.run(rowid, e.storedAt);
       this.counters.addSize(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
       return rowid;
     }).immediate;

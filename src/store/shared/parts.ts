@@ -1,0 +1,122 @@
+import type { Config } from '../../config.js';
+import { systemClock, type Clock } from '../../domain/clock.js';
+import type { BackendOptions, StorageLog } from '../backend.js';
+import { LastUsedBatcher } from '../last-used.js';
+import type { Teams } from '../ports.js';
+import { PgAudit } from '../postgres/audit.js';
+import { PgBudgetAlerts } from '../postgres/budget-alerts.js';
+import { PgResponseCache } from '../postgres/cache.js';
+import { PgChangeFeed } from '../postgres/change-feed.js';
+import { PgCredits } from '../postgres/credits.js';
+import { PgKeys } from '../postgres/keys.js';
+import { ReplicaLease } from '../postgres/lease.js';
+import { PgLedgerRetention } from '../postgres/ledger-retention.js';
+import { PgLedger } from '../postgres/ledger.js';
+import { openPool, type Pool } from '../postgres/pool.js';
+import { AbandonedRecovery } from '../postgres/recovery.js';
+import { migrate } from '../postgres/schema.js';
+import { PgSessions } from '../postgres/sessions.js';
+import { PgTeams } from '../postgres/teams.js';
+import { RedisCallClaims } from '../redis/call-claims.js';
+import { openRedis, redisPrefixOf, type RedisClientType } from '../redis/client.js';
+import { RedisRateCounters } from '../redis/rate-counters.js';
+import { FallbackRateCounters } from './rate-fallback.js';
+import { RememberedCache } from './remembered-cache.js';
+import { RememberedKeys, rememberedTeams } from './remembered-keys.js';
+
+/*
+ * The shared backend's parts opened and wired together: the schema migrated, the connections
+ * to PostgreSQL and Redis made, the ports built on them and, for a server, its lease and timers
+ * started. SharedBackend (backend.ts) holds them and runs their lifecycle.
+ */
+
+/** How often a replica looks for reservations of replicas whose lease lapsed. */
+const RECOVERY_EVERY_MS = 5_000;
+
+/** Where the shared backend's keys live in Redis; tests give each run its own. */
+export interface SharedOptions extends BackendOptions {
+  readonly redisPrefix?: string;
+}
+
+/** Everything a SharedBackend holds: its ports, and the connections and timers behind them. */
+export interface SharedParts {
+  readonly changes: PgChangeFeed;
+  readonly keys: RememberedKeys;
+  readonly teams: Teams;
+  readonly audit: PgAudit;
+  readonly sessions: PgSessions;
+  readonly alerts: PgBudgetAlerts;
+  readonly lastUsed: LastUsedBatcher;
+  readonly rates: FallbackRateCounters;
+  readonly credits: PgCredits;
+  readonly ledger: PgLedger;
+  readonly cache: RememberedCache;
+  readonly claims: RedisCallClaims;
+  readonly pool: Pool;
+  readonly leasePool: Pool | null;
+  readonly cachePool: Pool;
+  readonly redis: RedisClientType;
+  /** The server's: this replica's lease and the recovery of dead replicas' reservations. */
+  readonly lease: ReplicaLease | null;
+  readonly recovery: AbandonedRecovery | null;
+  /** The server's: raw ledger rows past ledger.retentionDays folded into daily totals, on a timer. */
+  readonly retention: PgLedgerRetention | null;
+  readonly log: StorageLog | undefined;
+  readonly server: boolean;
+}
+
+/**
+ * Open the parts, or fail when either store cannot be reached, having closed whatever was
+ * opened (SharedBackend.open says what a replica does then).
+ */
+export async function openSharedParts(config: Readonly<Config>, opts: SharedOptions): Promise<SharedParts> {
+  const { databaseUrl, redisUrl } = config.storage;
+  if (!databaseUrl || !redisUrl) throw new Error('the shared backend needs storage.databaseUrl and storage.redisUrl');
+  const clock: Clock = opts.clock ?? systemClock;
+  const log = opts.log;
+  const server = opts.role === 'server';
+  const pool = openPool(databaseUrl, { max: server ? 10 : 4 });
+  // The lease's heartbeats on a connection of their own: a request pool saturated for the
+  // whole lease would otherwise make a live replica look dead to the others.
+  const leasePool = server ? openPool(databaseUrl, { max: 1 }) : null;
+  // The cache's own connections commit without waiting for the disk: an entry lost to a
+  // crash of PostgreSQL is fetched again, and a miss saves a disk sync.
+  const cachePool = openPool(databaseUrl, { max: server ? 4 : 1, asyncCommit: true });
+  let redis: RedisClientType | null = null;
+  let changes: PgChangeFeed | null = null;
+  let lease: ReplicaLease | null = null;
+  let recovery: AbandonedRecovery | null = null;
+  try {
+    await migrate(pool);
+    redis = await openRedis(redisUrl, log);
+    changes = await PgChangeFeed.open(databaseUrl, { log });
+    if (leasePool) lease = await ReplicaLease.start(leasePool, { log, onLost: () => log?.warn({}, 'this replica\'s lease had lapsed; its reservations may have been charged at their estimates') });
+    const audit = new PgAudit(pool, clock);
+    const table = new PgKeys(pool, clock, audit);
+    // A command reserves nothing: it needs no lease, only an owner name no replica has.
+    const credits = lease ? new PgCredits(pool, lease.id, lease) : new PgCredits(pool, `cli-${process.pid}`);
+    const ledger = new PgLedger(pool, credits, lease ? { leaseMs: lease.leaseMs } : {});
+    recovery = lease ? new AbandonedRecovery(ledger, log) : null;
+    // Reservations of replicas that died are charged before this one serves, then every few seconds.
+    await recovery?.run();
+    recovery?.start(RECOVERY_EVERY_MS);
+    const cache = new RememberedCache(await PgResponseCache.open(cachePool), changes, server ? config.cache.memoryMaxBytes : 0);
+    const prefix = opts.redisPrefix ?? redisPrefixOf(databaseUrl);
+    const rates = new FallbackRateCounters(new RedisRateCounters(redis, prefix), config.limits.onStoreFailure, clock, log);
+    const claims = new RedisCallClaims(redis, prefix);
+    const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
+    const keys = new RememberedKeys(table, changes);
+    const teams = rememberedTeams(new PgTeams(pool, clock, audit), keys);
+    const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
+    return { pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, log, server };
+  } catch (err) {
+    await recovery?.stop();
+    await changes?.close();
+    redis?.destroy();
+    await lease?.stop().catch(() => {});
+    await leasePool?.end().catch(() => {});
+    await cachePool.end().catch(() => {});
+    await pool.end().catch(() => {});
+    throw err;
+  }
+}
