@@ -18,15 +18,18 @@ const clock = new FakeClock(Date.UTC(2026, 2, 11, 9, 0, 0));
 const HIT = `/v1/company?${companyUrl('no-wait-warm')}`;
 let s: Stack;
 let other: Database.Database;
+let otherCache: Database.Database;
 
 beforeAll(async () => {
   s = await startStack({ clock });
   other = new Database(join(s.dataDir, 'tollgate.db'), { timeout: 0 });
+  otherCache = new Database(join(s.dataDir, 'cache.db'), { timeout: 0 });
   expect((await s.get(HIT)).status).toBe(200);
   expect((await s.get(HIT)).headers['x-cache-status']).toBe('HIT');
 });
 afterAll(async () => {
   other.close();
+  otherCache.close();
   await s.close();
 });
 
@@ -45,13 +48,13 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 }
 
 /** Holds tollgate.db's write lock from the other connection; commits after `ms` on a timer of this event loop. */
-function holdFor(ms: number): Promise<number> {
+function holdFor(ms: number, db = other): Promise<number> {
   // A test that failed before its release leaves the transaction open: no test inherits it.
-  if (other.inTransaction) other.exec('COMMIT');
-  other.exec('BEGIN IMMEDIATE');
+  if (db.inTransaction) db.exec('COMMIT');
+  db.exec('BEGIN IMMEDIATE');
   return new Promise((resolve) =>
     setTimeout(() => {
-      if (other.inTransaction) other.exec('COMMIT');
+      if (db.inTransaction) db.exec('COMMIT');
       resolve(performance.now());
     }, ms),
   );
@@ -141,5 +144,25 @@ describe('tollgate.db write lock held by another connection while a miss writes'
     const after = charged();
     expect(after.credits - before.credits).toBe(3);
     expect(after.credits - before.credits).toBe(s.sim.creditsCharged() - chargedBefore);
+  });
+
+  it('a cache.db write (the provider answer stored) waits off the event loop too, within its 100 ms budget', async () => {
+    const path = `/v1/profile?${profileUrl('no-wait-cache-put')}&strategy=fetch`;
+    const calls = s.sim.callCount();
+    s.sim.inject({ fault: { kind: 'latency', ms: 20 }, times: 1 });
+    const miss = timed(path);
+    await until(() => s.sim.callCount() > calls, 'the provider call');
+    const released = holdFor(70, otherCache);
+    await new Promise((r) => setTimeout(r, 40));
+    const hit = await timed(HIT);
+    const releasedAt = await released;
+    const { r, at } = await miss;
+
+    expect(hit.r.headers['x-cache-status']).toBe('HIT');
+    expect(hit.at).toBeLessThan(releasedAt);
+    expect(at).toBeGreaterThan(releasedAt);
+    expect(r.status).toBe(200);
+    expect(r.headers['cache-status']).toMatch(/stored/);
+    expect((await s.get(path.replace('&strategy=fetch', ''))).headers['x-cache-status']).toBe('HIT');
   });
 });
