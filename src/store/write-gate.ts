@@ -1,5 +1,6 @@
 import type { StorageLog } from './backend.js';
 import type { Clock } from '../domain/clock.js';
+import type { MaybePromise } from './ports.js';
 
 /** A write the gate refused without trying it: the database failed recently and is cooling down. */
 export class StorageUnavailable extends Error {
@@ -75,6 +76,58 @@ export class WriteGate {
   }
 
   /**
+   * As run(), for a `write` that never waits for a lock (its connection's busy timeout 0 while
+   * it runs) and whose caller can wait for it: refused with SQLITE_BUSY, it is tried again
+   * from a timer (1, 2, 4, 4… ms apart) for up to `budgetMs`, so that only this caller waits,
+   * and the event loop serves everyone else meanwhile. Past the budget it fails as run()
+   * fails after a busy timeout of `budgetMs` (the gate shuts). A value when the first try
+   * lands, which is the common case: no promise, no timer.
+   */
+  runRetrying<T>(write: () => T, budgetMs: number): MaybePromise<T> {
+    const now = this.opts.clock.now();
+    if (this.failures > 0 && now < this.retryAt) throw new StorageUnavailable(this.database, this.code ?? 'UNKNOWN', this.retryAt - now);
+    let result: T;
+    try {
+      result = write();
+    } catch (err) {
+      if (!isBusy(err) || budgetMs <= 0) {
+        if (isStorageError(err)) this.failed(err as Error, now);
+        throw err;
+      }
+      return this.retryBusy(write, performance.now() + budgetMs);
+    }
+    if (this.failures > 0) this.recovered();
+    return result;
+  }
+
+  private retryBusy<T>(write: () => T, deadline: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let pause = 1;
+      const attempt = (): void => {
+        let result: T;
+        try {
+          result = write();
+        } catch (err) {
+          const left = deadline - performance.now();
+          if (isBusy(err) && left > 0) {
+            // One last try at the deadline: a lock released just then is taken.
+            setTimeout(attempt, Math.min(pause, Math.ceil(left)));
+            pause = Math.min(pause * 2, MAX_BUSY_PAUSE_MS);
+            return;
+          }
+          if (isStorageError(err)) this.failed(err as Error, this.opts.clock.now());
+          reject(err as Error);
+          return;
+        }
+        if (this.failures > 0) this.recovered();
+        resolve(result);
+      };
+      setTimeout(attempt, pause);
+      pause *= 2;
+    });
+  }
+
+  /**
    * While shut and past its backoff, try `write` as the probe (a readiness check calls it):
    * a gate that only requests could reopen would stay shut once a load balancer, seeing the
    * instance unready, sends it none.
@@ -112,6 +165,18 @@ export class WriteGate {
     this.code = null;
     this.opts.onChange?.(null);
   }
+}
+
+/**
+ * The longest pause between two tries of a write refused with SQLITE_BUSY (runRetrying): a
+ * WAL checkpoint's truncation holds the lock 15–60 ms, so a few ms apart the write lands soon
+ * after the lock is free, at a few µs per refused try.
+ */
+const MAX_BUSY_PAUSE_MS = 4;
+
+/** Another connection holds the lock: SQLITE_BUSY and its extended codes. */
+export function isBusy(err: unknown): boolean {
+  return sqliteCode(err).startsWith('SQLITE_BUSY');
 }
 
 /** The SQLite result code of an error (SQLITE_BUSY, SQLITE_FULL, …), or its name. */

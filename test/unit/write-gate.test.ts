@@ -136,3 +136,56 @@ describe('FlushTimer', () => {
     expect(flushed).toBe(2);
   });
 });
+
+describe('WriteGate.runRetrying (a write that never waits for a lock on the event loop)', () => {
+  it('answers with a value, not a promise, when the first try lands', () => {
+    const gate = new WriteGate('tollgate.db', { clock: new FakeClock(0) });
+    expect(gate.runRetrying(() => 7, 250)).toBe(7);
+  });
+
+  it('retries SQLITE_BUSY from timers, the event loop turning meanwhile, and resolves once the lock is free', async () => {
+    const gate = new WriteGate('tollgate.db', { clock: new FakeClock(0) });
+    let locked = true;
+    let tries = 0;
+    const write = () => {
+      tries++;
+      if (locked) throw busy();
+      return 'written';
+    };
+    const r = gate.runRetrying(write, 1_000);
+    expect(r).toBeInstanceOf(Promise);
+    let turns = 0;
+    while (tries < 4) {
+      turns++;
+      await new Promise((res) => setImmediate(res));
+    }
+    locked = false;
+    await expect(r).resolves.toBe('written');
+    expect(turns).toBeGreaterThan(3);
+    expect(gate.state().ok).toBe(true);
+  });
+
+  it('past its budget fails as a blocking write would: the gate shuts, the next is refused at once', async () => {
+    const gate = new WriteGate('tollgate.db', { clock: new FakeClock(0) });
+    let tries = 0;
+    const r = gate.runRetrying(() => {
+      tries++;
+      throw busy();
+    }, 30);
+    await expect(r).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+    // 1, 2, 4, 4… ms apart within 30 ms, and one try at the deadline.
+    expect(tries).toBeGreaterThanOrEqual(2);
+    expect(tries).toBeLessThanOrEqual(12);
+    expect(gate.state()).toMatchObject({ ok: false, code: 'SQLITE_BUSY' });
+    expect(() => gate.runRetrying(() => 1, 30)).toThrow(StorageUnavailable);
+  });
+
+  it('does not retry what is not SQLITE_BUSY: a full disk fails at once', () => {
+    const gate = new WriteGate('tollgate.db', { clock: new FakeClock(0) });
+    const full = () => {
+      throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    };
+    expect(() => gate.runRetrying(full, 250)).toThrow('database or disk is full');
+    expect(gate.state().code).toBe('SQLITE_FULL');
+  });
+});

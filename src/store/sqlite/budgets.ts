@@ -1,9 +1,10 @@
 import { budgetState, PERIODS, periodStart, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
-import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
+import { isPromise, type Credits, type MaybePromise, type RefusingBudget, type ScopeBudgets } from '../ports.js';
 import { teamScope } from '../../domain/teams.js';
 import type { Reservation } from '../../domain/ledger.js';
 import type { DB } from './db.js';
 import { gated, type WriteGate } from '../write-gate.js';
+import type { NoWaitWrites } from './no-wait.js';
 
 interface Usage {
   start: number;
@@ -40,6 +41,8 @@ export class BudgetStore implements Credits {
     db: DB,
     /** Shared by every server writer of tollgate.db; none for one-shot connections. */
     private readonly gate: WriteGate | null = null,
+    /** The server's: a request's reservation never waits for a lock on the event loop. */
+    private readonly noWait: NoWaitWrites | null = null,
   ) {
     this.loadStmt = db.prepare<[string, string, number], number>('SELECT used FROM credit_usage WHERE scope = ? AND period = ? AND start = ?').pluck();
     this.addStmt = db.prepare(
@@ -74,8 +77,34 @@ export class BudgetStore implements Credits {
    * StorageUnavailable included) leaves nothing behind and the caller refuses the call.
    */
   reserve(r: Reservation, scopes: readonly string[]): void {
-    const write = () => this.insertReservationStmt.run(r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate);
-    gated(this.gate, write);
+    gated(this.gate, () => this.insertReservation(r));
+    this.hold(r, scopes);
+  }
+
+  /**
+   * As reserve(), through NoWaitWrites when there is one: a promise when the lock is taken.
+   * The reservation is held in memory while its write waits, so that requests checking their
+   * budgets meanwhile count it, and dropped when the write fails: nothing is left behind.
+   */
+  private reserveNoWait(r: Reservation, scopes: readonly string[]): MaybePromise<void> {
+    if (!this.noWait) return this.reserve(r, scopes);
+    const written = this.noWait.run(() => this.insertReservation(r));
+    this.hold(r, scopes);
+    if (!isPromise(written)) return;
+    return written.then(
+      () => {},
+      (err: unknown) => {
+        this.release(r.requestId);
+        throw err;
+      },
+    );
+  }
+
+  private insertReservation(r: Reservation): void {
+    this.insertReservationStmt.run(r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate);
+  }
+
+  private hold(r: Reservation, scopes: readonly string[]): void {
     this.release(r.requestId);
     this.reservations.set(r.requestId, { scopes, amount: r.estimate });
     for (const s of scopes) this.reservedBy.set(s, this.reserved(s) + r.estimate);
@@ -93,17 +122,17 @@ export class BudgetStore implements Credits {
    * Check and reserve in one synchronous step: with one event loop, concurrent requests see
    * each other's reservations, so a budget is never oversubscribed by estimates.
    */
-  tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): RefusingBudget | null {
+  tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): MaybePromise<RefusingBudget | null> {
     const states = this.states(limits, r.ts);
     for (let i = 0; i < limits.length; i++) {
       const state = refusingBudget(states[i]!, r.estimate);
       if (state) return { scope: limits[i]!.scope, state };
     }
-    this.reserve(
+    const written = this.reserveNoWait(
       r,
       limits.map((l) => l.scope),
     );
-    return null;
+    return isPromise(written) ? written.then(() => null) : null;
   }
 
   /** The estimate reserved for `requestId`, or null when it holds no reservation. */

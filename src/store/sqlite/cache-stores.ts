@@ -6,6 +6,7 @@ import type { DB } from './db.js';
 import type { PartOptions } from './main-stores.js';
 import { CACHE_GATE_MESSAGES, loggedGate, SERVER_BUSY_TIMEOUT_MS } from './server-writes.js';
 import { ServingCache } from './serving-cache.js';
+import { NoWaitWrites } from './no-wait.js';
 
 /** cache.db and its store, with the port the backend hands out. */
 export class CacheStores {
@@ -24,7 +25,7 @@ export class CacheStores {
       this.db = openServingCacheDb(config, upstreamUrl, log, { autoCheckpoint: false, busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS.cache, mustExist: !opts.create });
       this.gate = loggedGate('cache.db', clock, log, ...CACHE_GATE_MESSAGES);
       this.store = new CacheStore(this.db, { memoryMaxBytes: config.cache.memoryMaxBytes, gate: this.gate, reader: opts.reader ?? undefined });
-      this.port = new ServingCache(this.store);
+      this.port = new ServingCache(this.store, new NoWaitWrites(this.db, this.gate));
     } else {
       this.db = openCacheDb(config, log, { mustExist: !opts.create });
       this.gate = null;

@@ -1,4 +1,5 @@
-import type { ResponseCache } from '../ports.js';
+import { isPromise, type MaybePromise, type ResponseCache } from '../ports.js';
+import type { NoWaitWrites } from './no-wait.js';
 import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
@@ -91,6 +92,15 @@ export class CacheStore implements ResponseCache {
   }
 
   put(e: NewEntry): void {
+    this.putWith(e, (write) => gated(this.gate, write));
+  }
+
+  /** As put(), through `noWait` (the server's miss path): a promise while another connection holds the lock. */
+  putNoWait(e: NewEntry, noWait: NoWaitWrites): MaybePromise<void> {
+    return this.putWith(e, (write) => noWait.run(write));
+  }
+
+  private putWith(e: NewEntry, run: (write: () => number) => MaybePromise<number>): MaybePromise<void> {
     // Bytes of the stored text plus a fixed allowance for the row's other columns and index entries.
     const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
     const size = text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
@@ -104,8 +114,9 @@ export class CacheStore implements ResponseCache {
       this.counters.addSize(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
       return rowid;
     }).immediate;
-    const rowid = gated(this.gate, write);
-    this.hot.put(entryOf(e, size, rowid));
+    const rowid = run(write);
+    if (!isPromise(rowid)) return this.hot.put(entryOf(e, size, rowid));
+    return rowid.then((r) => this.hot.put(entryOf(e, size, r)));
   }
 
   /** Count a hit on an entry `get` returned. */

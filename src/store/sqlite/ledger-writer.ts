@@ -5,6 +5,8 @@ import { gated, type WriteGate } from '../write-gate.js';
 import type { TallyGroup } from '../usage-tally.js';
 import { PROVIDER_SCOPE } from '../../domain/credits.js';
 import type { LedgerRow } from '../../domain/ledger.js';
+import { isPromise, type MaybePromise } from '../ports.js';
+import type { NoWaitWrites } from './no-wait.js';
 
 /**
  * The ledger's writes: a settled row together with its charge and the end of its
@@ -31,19 +33,34 @@ export class LedgerWriter {
 
   /** The row, its charge and the end of its reservation: one transaction (gated), then memory. */
   writeSettled(row: LedgerRow): void {
-    const scopes = [row.keyId, PROVIDER_SCOPE];
-    const inserted = gated(this.gate, () =>
-      this.db
-        .transaction(() => {
-          const n = this.insertStmt.run(params(row)).changes;
-          if (n > 0) this.rollup.add([row]);
-          if (n > 0 && row.credits > 0) this.budgets.writeCharge(scopes, row.credits, row.ts);
-          this.budgets.deleteReservation(row.requestId);
-          return n > 0;
-        })
-        .immediate(),
-    );
-    if (inserted && row.credits > 0) this.budgets.applyCharge(scopes, row.credits, row.ts);
+    this.settledInMemory(row, gated(this.gate, () => this.settle(row)));
+  }
+
+  /**
+   * As writeSettled(), through `noWait` (the server's request path): a promise when another
+   * connection holds the lock, settled once the transaction has committed (or failed). The
+   * memory half follows the commit, so the reservation counts until then.
+   */
+  writeSettledNoWait(row: LedgerRow, noWait: NoWaitWrites): MaybePromise<void> {
+    const inserted = noWait.run(() => this.settle(row));
+    if (!isPromise(inserted)) return this.settledInMemory(row, inserted);
+    return inserted.then((i) => this.settledInMemory(row, i));
+  }
+
+  private settle(row: LedgerRow): boolean {
+    return this.db
+      .transaction(() => {
+        const n = this.insertStmt.run(params(row)).changes;
+        if (n > 0) this.rollup.add([row]);
+        if (n > 0 && row.credits > 0) this.budgets.writeCharge([row.keyId, PROVIDER_SCOPE], row.credits, row.ts);
+        this.budgets.deleteReservation(row.requestId);
+        return n > 0;
+      })
+      .immediate();
+  }
+
+  private settledInMemory(row: LedgerRow, inserted: boolean): void {
+    if (inserted && row.credits > 0) this.budgets.applyCharge([row.keyId, PROVIDER_SCOPE], row.credits, row.ts);
     this.budgets.release(row.requestId);
   }
 

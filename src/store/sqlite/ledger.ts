@@ -1,4 +1,5 @@
-import type { Ledger } from '../ports.js';
+import { isPromise, type Ledger, type MaybePromise } from '../ports.js';
+import type { NoWaitWrites } from './no-wait.js';
 import type { DB } from './db.js';
 import { FlushTimer } from '../flush-timer.js';
 import { type BudgetStore } from './budgets.js';
@@ -23,6 +24,8 @@ export interface LedgerOptions {
   onWriteError?: (err: Error) => void;
   /** Runs `report()`'s reads off the event loop; without one they run here, synchronously. */
   reader?: ReadWorker | null;
+  /** The server's: a charged row's write never waits for a lock on the event loop (no-wait.ts). */
+  noWait?: NoWaitWrites | null;
 }
 
 /**
@@ -54,6 +57,7 @@ export class LedgerStore implements Ledger {
   private readonly timer: FlushTimer;
   private readonly onWriteError: (err: Error) => void;
   private readonly gate: WriteGate | null;
+  private readonly noWait: NoWaitWrites | null;
 
   constructor(
     private readonly db: DB,
@@ -62,6 +66,7 @@ export class LedgerStore implements Ledger {
   ) {
     this.gate = opts.gate ?? null;
     this.reader = opts.reader ?? null;
+    this.noWait = opts.noWait ?? null;
     this.writer = new LedgerWriter(db, budgets, this.gate);
     this.abandoned = new AbandonedReservations(db);
     this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.writeQueued(), opts.onWriteError);
@@ -69,19 +74,26 @@ export class LedgerStore implements Ledger {
   }
 
   /** Record one request's row; never throws for a storage failure (see the class comment). */
-  record(row: LedgerRow): void {
+  record(row: LedgerRow): MaybePromise<void> {
     if (row.credits <= 0 && this.budgets.reservedFor(row.requestId) === null) {
       this.counted.add(row);
       this.timer.schedule();
       return;
     }
     try {
-      this.writer.writeSettled(row);
+      if (!this.noWait) return this.writer.writeSettled(row);
+      // While another connection holds the lock, only this request waits for its row.
+      const written = this.writer.writeSettledNoWait(row, this.noWait);
+      if (isPromise(written)) return written.catch(() => this.keep(row));
     } catch {
-      // Kept, and retried by the flush; the durable reservation covers a crash meanwhile.
-      this.retry.push(row);
-      this.timer.schedule();
+      this.keep(row);
     }
+  }
+
+  /** Kept, and retried by the flush; the durable reservation covers a crash meanwhile. */
+  private keep(row: LedgerRow): void {
+    this.retry.push(row);
+    this.timer.schedule();
   }
 
   /** Zero-credit requests counted but not yet written, charged rows awaiting a retry, and counts dropped for lack of room. */

@@ -17,6 +17,7 @@ import { openMainDb } from './main-file.js';
 import type { ReadWorker } from './read-worker.js';
 import { loggedGate, MAIN_GATE_MESSAGES, SERVER_BUSY_TIMEOUT_MS } from './server-writes.js';
 import { mainWriteErrorLogger } from '../write-gate.js';
+import { NoWaitWrites } from './no-wait.js';
 
 /** What opening one database of the backend needs. */
 export interface PartOptions {
@@ -66,8 +67,10 @@ export class MainStores {
     this.alerts = new SqliteBudgetAlerts(this.db);
     this.lastUsed = new LastUsedBatcher(this.keys, 5_000, { gate, onWriteError });
     this.limits = new LimitStore(this.db, clock, 1_000, { gate: gate ?? undefined, onWriteError });
-    this.budgets = new BudgetStore(this.db, gate);
-    this.ledger = new LedgerStore(this.db, this.budgets, { gate, onWriteError, reader: opts.reader });
+    // A request's own writes (its reservation, its charged row) never wait for a lock on the event loop.
+    const noWait = gate && new NoWaitWrites(this.db, gate);
+    this.budgets = new BudgetStore(this.db, gate, noWait);
+    this.ledger = new LedgerStore(this.db, this.budgets, { gate, onWriteError, reader: opts.reader, noWait });
     if (!server) return;
     recoverReservations(this.ledger, log);
     this.alerts.releaseLeases();

@@ -11,6 +11,8 @@ import { WriteGate } from '../write-gate.js';
  * milliseconds). Kept short because it runs on the event loop: a longer wait is a stall of
  * every request, and the WriteGate turns a lock held for long into fast refusals instead.
  * The CLI's connections keep db.ts's 5 s: a one-shot command should wait for the server.
+ * A miss's own writes (no-wait.ts) do not wait inside SQLite at all: this is the budget of
+ * their retries from a timer instead.
  */
 export const SERVER_BUSY_TIMEOUT_MS = { main: 250, cache: 100 } as const;
 

@@ -1,6 +1,7 @@
 import type { CacheEntry, CacheStats, NewEntry } from '../../domain/cache-entry.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
-import type { ResponseCache } from '../ports.js';
+import type { MaybePromise, ResponseCache } from '../ports.js';
+import type { NoWaitWrites } from './no-wait.js';
 import { purgeInBatches } from './cache-purge.js';
 import type { CacheStore } from './cache.js';
 
@@ -8,18 +9,22 @@ import type { CacheStore } from './cache.js';
  * The server's response cache port: the store itself, except that a purge runs in batches
  * with the event loop's turn between them (cache-purge.ts), so that an admin purge of a large
  * cache never stalls the requests being served. CacheStore.purge (one transaction) is the
- * CLI's; so does the maintenance pass. Every other call goes straight to the store: get and
- * recordHit are the hit path.
+ * CLI's; so does the maintenance pass. A put waits for a lock off the event loop
+ * (no-wait.ts). Every other call goes straight to the store: get and recordHit are the hit path.
  */
 export class ServingCache implements ResponseCache {
-  constructor(private readonly store: CacheStore) {}
+  constructor(
+    private readonly store: CacheStore,
+    /** A miss's cache write never waits for a lock on the event loop (no-wait.ts); none in tests that build one bare. */
+    private readonly noWait: NoWaitWrites | null = null,
+  ) {}
 
   get(key: string): CacheEntry | null {
     return this.store.get(key);
   }
 
-  put(entry: NewEntry): void {
-    this.store.put(entry);
+  put(entry: NewEntry): MaybePromise<void> {
+    return this.noWait ? this.store.putNoWait(entry, this.noWait) : this.store.put(entry);
   }
 
   recordHit(entry: CacheEntry, at: number): void {
