@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AdminDeps } from '../admin/routes.js';
+import { failure, type RegistryCode } from '../domain/errors.js';
+import { sendFailure } from '../admin/reply.js';
 import type { StorageBackend } from '../store/backend.js';
 import { page, type Frame, type NavPage } from './render.js';
 import type { SignedIn } from './session.js';
@@ -33,8 +35,22 @@ export function show<T extends object>(request: FastifyRequest, reply: FastifyRe
   return page(reply, status, view, frame, data);
 }
 
-/** An error page: what went wrong, its code if it has one, the request id, and the way back. */
-export function errorPage(request: FastifyRequest, reply: FastifyReply, status: number, message: string, code: string | null, back = '/dashboard') {
+/** Whether the client asked for a page (a browser's navigations and forms send `Accept: text/html…`). */
+function wantsHtml(request: FastifyRequest): boolean {
+  const accept = request.headers.accept;
+  return typeof accept === 'string' && /\btext\/html\b/i.test(accept);
+}
+
+/**
+ * An error page: what went wrong, its code, the request id, and the way back. A client that did
+ * not ask for HTML (curl, a script, a probe) gets the gateway's error envelope instead, as on
+ * every other route: the same status, code, message and X-Request-Id.
+ */
+export function errorPage(request: FastifyRequest, reply: FastifyReply, status: number, message: string, code: RegistryCode, back = '/dashboard') {
+  if (!wantsHtml(request)) {
+    request.errorCode = code;
+    return sendFailure(reply, { ...failure(code, message), status });
+  }
   const s = request.dashboardSession;
   const frame: Frame = { title: status === 403 ? 'Request refused' : status === 404 ? 'Not found' : status >= 500 ? 'Something went wrong' : 'Not possible', nav: s ? '' : null, csrf: s?.csrf ?? null };
   if (code) request.errorCode = code;

@@ -1,5 +1,8 @@
 import type { Reply, Stack } from './stack.js';
 
+/** What a browser's navigations and form posts send: the dashboard answers its errors as pages to it, and as the JSON envelope to other clients. */
+export const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
 /** A signed-in dashboard session over plain HTTP: pages read with its cookie, forms posted from this origin with its CSRF token. */
 export interface DashboardSession {
   get(path: string, method?: string): Promise<Reply>;
@@ -9,11 +12,11 @@ export interface DashboardSession {
 
 export async function dashboardSession(s: Stack, token: string): Promise<DashboardSession> {
   const origin = new URL(s.url).origin;
-  const headers = (cookie?: string) => ({ 'content-type': 'application/x-www-form-urlencoded', origin, 'sec-fetch-site': 'same-origin', ...(cookie ? { cookie } : {}) });
+  const headers = (cookie?: string) => ({ 'content-type': 'application/x-www-form-urlencoded', accept: BROWSER_ACCEPT, origin, 'sec-fetch-site': 'same-origin', ...(cookie ? { cookie } : {}) });
   const signIn = await s.get('/dashboard/sign-in', { key: null, method: 'POST', headers: headers(), body: new URLSearchParams({ token }).toString() });
   if (signIn.status !== 303) throw new Error(`sign-in answered ${signIn.status}`);
   const cookie = String(signIn.headers['set-cookie']).split(';')[0]!;
-  const get = (path: string, method = 'GET') => s.get(path, { key: null, method, headers: { cookie } });
+  const get = (path: string, method = 'GET') => s.get(path, { key: null, method, headers: { cookie, accept: BROWSER_ACCEPT } });
   const csrf = /name="_csrf" value="([^"]+)"/.exec((await get('/dashboard/keys')).text)![1]!;
   return {
     get,

@@ -8,6 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { NewBudgetAlert } from '../../src/domain/budget-alerts.js';
+import { BROWSER_ACCEPT, dashboardSession } from '../helpers/dashboard.js';
 import { startStack, type Reply, type Stack } from '../helpers/stack.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 
@@ -23,10 +24,7 @@ afterEach(async () => {
 });
 
 async function signedIn(st: Stack): Promise<(path: string, method?: string) => Promise<Reply>> {
-  const origin = new URL(st.url).origin;
-  const r = await st.get('/dashboard/sign-in', { key: null, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin, 'sec-fetch-site': 'same-origin' }, body: `token=${TOKEN}` });
-  const cookie = String(r.headers['set-cookie']).split(';')[0]!;
-  return (path, method = 'GET') => st.get(path, { key: null, method, headers: { cookie } });
+  return (await dashboardSession(st, TOKEN)).get;
 }
 
 async function until(ok: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
@@ -138,7 +136,7 @@ describe('the dashboard 404 page', () => {
   it('an unknown address under /dashboard answers an HTML 404 in the layout, signed in or not, with its headers and request id', async () => {
     s = await startStack({ config: { adminToken: TOKEN } });
     for (const path of ['/dashboard/nope', '/dashboard/keys/k/x/y', '/dashboard/assets/missing.js', `/dashboard/${encodeURIComponent('<b>x</b>')}`]) {
-      const r = await s.get(path, { key: null });
+      const r = await s.get(path, { key: null, headers: { accept: BROWSER_ACCEPT } });
       expect(r.status, path).toBe(404);
       expectDashboardHeaders(r);
       expect(r.text).toContain('<h1>Not found</h1>');
@@ -162,6 +160,12 @@ describe('the dashboard 404 page', () => {
     const out = await s.get('/dashboard', { key: null });
     expect([out.status, out.headers.location]).toEqual([303, '/dashboard/sign-in']);
     expect((await get('/dashboard')).status).toBe(200);
+    // A client that did not ask for a page (curl, a script, a probe) gets the JSON envelope, as everywhere else.
+    for (const method of ['GET', 'POST', 'OPTIONS']) {
+      const r = await s.get('/dashboard/nope', { key: null, method });
+      expect([r.status, r.json.error.code, r.headers['content-type']], method).toEqual([404, 'ROUTE_NOT_FOUND', 'application/json; charset=utf-8']);
+      expect(r.json.error.request_id).toBe(r.headers['x-request-id']);
+    }
     // Outside /dashboard, the JSON envelope as before.
     const other = await s.get('/dashboardx', { key: null });
     expect([other.status, other.json.error.code]).toEqual([404, 'ROUTE_NOT_FOUND']);

@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
+import { BROWSER_ACCEPT } from '../helpers/dashboard.js';
 import { startStack, type Reply, type Stack } from '../helpers/stack.js';
 
 const TOKEN = 'admin-token-for-dashboard-security-0';
@@ -27,10 +28,10 @@ const form = (fields: Record<string, string>) => new URLSearchParams(fields).toS
 /** A POST of a form, from the gateway's own page unless `headers` says otherwise. */
 function post(s: Stack, path: string, fields: Record<string, string>, cookie: string | null, headers: Record<string, string> = {}): Promise<Reply> {
   const origin = new URL(s.url).origin;
-  return s.get(path, { key: null, method: 'POST', body: form(fields), headers: { 'content-type': FORM, origin, 'sec-fetch-site': 'same-origin', ...(cookie ? { cookie } : {}), ...headers } });
+  return s.get(path, { key: null, method: 'POST', body: form(fields), headers: { 'content-type': FORM, accept: BROWSER_ACCEPT, origin, 'sec-fetch-site': 'same-origin', ...(cookie ? { cookie } : {}), ...headers } });
 }
 
-const page = (s: Stack, path: string, cookie: string | null) => s.get(path, { key: null, headers: cookie ? { cookie } : {} });
+const page = (s: Stack, path: string, cookie: string | null) => s.get(path, { key: null, headers: { accept: BROWSER_ACCEPT, ...(cookie ? { cookie } : {}) } });
 
 /** Sign in; the session cookie ("name=value") and the Set-Cookie header as sent. */
 async function signIn(s: Stack): Promise<{ cookie: string; setCookie: string }> {
