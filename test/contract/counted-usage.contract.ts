@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LedgerRow, UsageGroup, UsageRow } from '../../src/domain/ledger.js';
 import type { BackendFactory } from './backends.js';
-import { DAY, row, T0, withHandle } from './support.js';
+import { DAY, row, sumPerGroup, T0, withHandle } from './support.js';
 
 const MINUTE = 60_000;
 // By team every key here is of none (key_a and key_b are not created): the null group; team-usage.contract.ts has teams.
@@ -9,19 +9,9 @@ const GROUPS: UsageGroup[] = ['key', 'team', 'day', 'endpoint'];
 
 /** The report a ledger of one row per request would give for `rows` over [from, to): the model. */
 function model(rows: readonly LedgerRow[], from: number, to: number, by: UsageGroup): UsageRow[] {
-  const out = new Map<string | null, UsageRow>();
-  for (const r of rows) {
-    if (r.ts < from || r.ts >= to) continue;
-    const id = by === 'team' ? null : by === 'key' ? r.keyId : by === 'endpoint' ? r.endpoint : new Date(r.ts).toISOString().slice(0, 10);
-    const u = out.get(id) ?? { id, name: id, requests: 0, cache_hits: 0, credits: 0, credits_saved: 0, unsettled_credits: 0 };
-    u.requests++;
-    if (r.cache === 'HIT' || r.cache === 'STALE') u.cache_hits++;
-    u.credits += r.credits;
-    u.credits_saved += r.creditsSaved;
-    if (r.unsettled) u.unsettled_credits += r.credits;
-    out.set(id, u);
-  }
-  const rowsOut = [...out.values()];
+  const rowsOut = sumPerGroup(rows, from, to, (r) =>
+    by === 'team' ? null : by === 'key' ? r.keyId : by === 'endpoint' ? r.endpoint : new Date(r.ts).toISOString().slice(0, 10),
+  );
   const byId = (a: UsageRow, b: UsageRow) => (a.id! < b.id! ? -1 : 1);
   return by === 'key' || by === 'team' ? rowsOut.sort((a, b) => b.credits - a.credits || b.requests - a.requests || byId(a, b)) : rowsOut.sort(byId);
 }

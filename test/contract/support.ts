@@ -1,6 +1,6 @@
 import { afterEach, beforeEach } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
-import type { LedgerRow } from '../../src/domain/ledger.js';
+import type { LedgerRow, UsageRow } from '../../src/domain/ledger.js';
 import type { BackendFactory, Handle } from './backends.js';
 
 /** 2026-01-01 10:00 UTC: on an hour boundary, a Thursday. */
@@ -60,3 +60,23 @@ export function row(keyId: string, ts: number, over: Partial<LedgerRow> = {}): L
 
 /** A unique name per call, so that property runs on one storage never share a scope. */
 export const unique = (prefix: string) => `${prefix}_${++seq}`;
+
+/**
+ * The usage a ledger of one row per request gives for `rows` over [from, to), summed per the
+ * group `groupOf` names (unsorted): what every report model of the contract sorts its own way.
+ */
+export function sumPerGroup(rows: readonly LedgerRow[], from: number, to: number, groupOf: (r: LedgerRow) => string | null): UsageRow[] {
+  const out = new Map<string | null, UsageRow>();
+  for (const r of rows) {
+    if (r.ts < from || r.ts >= to) continue;
+    const id = groupOf(r);
+    const u = out.get(id) ?? { id, name: id, requests: 0, cache_hits: 0, credits: 0, credits_saved: 0, unsettled_credits: 0 };
+    u.requests++;
+    if (r.cache === 'HIT' || r.cache === 'STALE') u.cache_hits++;
+    u.credits += r.credits;
+    u.credits_saved += r.creditsSaved;
+    if (r.unsettled) u.unsettled_credits += r.credits;
+    out.set(id, u);
+  }
+  return [...out.values()];
+}

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import type { LedgerRow, UsageRow } from '../../src/domain/ledger.js';
 import type { BackendFactory, Handle } from './backends.js';
-import { DAY, eventually, HOUR, row, sleep, T0 } from './support.js';
+import { DAY, eventually, HOUR, row, sleep, sumPerGroup, T0 } from './support.js';
 
 const MINUTE = 60_000;
 
@@ -12,20 +12,8 @@ const MINUTE = 60_000;
  * name compared by code unit (byte order for these names), the no-team group last on a tie.
  */
 export function teamModel(rows: readonly LedgerRow[], from: number, to: number, teamOf: (keyId: string) => string | null): UsageRow[] {
-  const out = new Map<string | null, UsageRow>();
-  for (const r of rows) {
-    if (r.ts < from || r.ts >= to) continue;
-    const id = teamOf(r.keyId);
-    const u = out.get(id) ?? { id, name: id, requests: 0, cache_hits: 0, credits: 0, credits_saved: 0, unsettled_credits: 0 };
-    u.requests++;
-    if (r.cache === 'HIT' || r.cache === 'STALE') u.cache_hits++;
-    u.credits += r.credits;
-    u.credits_saved += r.creditsSaved;
-    if (r.unsettled) u.unsettled_credits += r.credits;
-    out.set(id, u);
-  }
   const byName = (a: string | null, b: string | null) => (a === b ? 0 : a === null ? 1 : b === null ? -1 : a < b ? -1 : 1);
-  return [...out.values()].sort((a, b) => b.credits - a.credits || b.requests - a.requests || byName(a.id, b.id));
+  return sumPerGroup(rows, from, to, (r) => teamOf(r.keyId)).sort((a, b) => b.credits - a.credits || b.requests - a.requests || byName(a.id, b.id));
 }
 
 /**

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../src/domain/keys.js';
 import { runCli } from '../helpers/cli.js';
-import { startStack, type Reply, type Stack } from '../helpers/stack.js';
+import { adminCaller, startStack, type Reply, type Stack } from '../helpers/stack.js';
 
 const TOKEN = 'admin-token-for-the-audit-tests-0123';
 let s: Stack | undefined;
@@ -17,10 +17,7 @@ afterEach(async () => {
   s = undefined;
 });
 
-function admin(method: string, path: string, body?: unknown): Promise<Reply> {
-  const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
-  return s!.get('/admin' + path, { key: null, method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-}
+const admin = adminCaller(() => s!, TOKEN);
 
 async function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return runCli([...args, '--data-dir', s!.dataDir]);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
-import { startStack, type Reply, type Stack } from '../helpers/stack.js';
+import { adminCaller, startStack, type Reply, type Stack } from '../helpers/stack.js';
+import type { UsageRow } from '../../src/domain/ledger.js';
 
 /*
  * GET /admin/overview (README "Overview") on a real gateway with the simulator as the provider:
@@ -17,22 +18,11 @@ beforeAll(async () => {
 });
 afterAll(async () => s.close());
 
-const admin = (path: string, method = 'GET', body?: unknown): Promise<Reply> =>
-  s.get('/admin' + path, {
-    key: null,
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const callAdmin = adminCaller(() => s, TOKEN);
+const admin = (path: string, method = 'GET', body?: unknown): Promise<Reply> => callAdmin(method, path, body);
 
-interface Row {
-  id: string | null;
-  name: string | null;
-  requests: number;
-  cache_hits: number;
-  credits: number;
-  credits_saved: number;
-}
+/** A row of GET /admin/usage as the report makes it. */
+type Row = UsageRow;
 
 describe('the overview', () => {
   const k: Record<string, { id: string; secret: string }> = {};

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { nonSnakeKeys } from '../helpers/json-case.js';
-import { startStack, type Reply, type Stack } from '../helpers/stack.js';
+import { adminCaller, startStack, type Reply, type Stack } from '../helpers/stack.js';
 
 /*
  * Team budgets on the embedded backend, over real HTTP with the simulator as the provider: one
@@ -17,12 +17,11 @@ beforeAll(async () => {
 });
 afterAll(async () => s.close());
 
-function admin(method: string, path: string, body?: unknown): Promise<Reply> {
-  const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
-  return s.get('/admin' + path, { key: null, method, headers, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) => {
-    expect(nonSnakeKeys(r.json), `${method} ${path}`).toEqual([]);
-    return r;
-  });
+const callAdmin = adminCaller(() => s, TOKEN);
+async function admin(method: string, path: string, body?: unknown): Promise<Reply> {
+  const r = await callAdmin(method, path, body);
+  expect(nonSnakeKeys(r.json), `${method} ${path}`).toEqual([]);
+  return r;
 }
 
 async function newKey(body: Record<string, unknown>): Promise<{ id: string; secret: string; view: Record<string, unknown> }> {

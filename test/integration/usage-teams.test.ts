@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nonSnakeKeys } from '../helpers/json-case.js';
 import { runCli } from '../helpers/cli.js';
-import { startStack, type Reply, type Stack } from '../helpers/stack.js';
+import { adminCaller, startStack, type Reply, type Stack } from '../helpers/stack.js';
+import type { UsageRow } from '../../src/domain/ledger.js';
 
 /*
  * Usage by team through the admin API and the CLI, on a real gateway with the simulator as the
@@ -15,25 +16,17 @@ beforeAll(async () => {
 });
 afterAll(async () => s.close());
 
-function admin(method: string, path: string, body?: unknown): Promise<Reply> {
-  const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
-  return s.get('/admin' + path, { key: null, method, headers, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) => {
-    expect(nonSnakeKeys(r.json), `${method} ${path}`).toEqual([]);
-    return r;
-  });
+const callAdmin = adminCaller(() => s, TOKEN);
+async function admin(method: string, path: string, body?: unknown): Promise<Reply> {
+  const r = await callAdmin(method, path, body);
+  expect(nonSnakeKeys(r.json), `${method} ${path}`).toEqual([]);
+  return r;
 }
 
 const cli = (...args: string[]) => runCli([...args, '--data-dir', s.dataDir]);
 
-interface Row {
-  id: string | null;
-  name: string | null;
-  requests: number;
-  cache_hits: number;
-  credits: number;
-  credits_saved: number;
-  unsettled_credits: number;
-}
+/** A row of GET /admin/usage as the report makes it. */
+type Row = UsageRow;
 
 /** The per-key rows summed per team of `teamOf`, in the report's order (credits, requests, then name, no team last). */
 function byTeam(keyRows: Row[], teamOf: (id: string) => string | null): Row[] {
