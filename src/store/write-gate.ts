@@ -61,18 +61,15 @@ export class WriteGate {
 
   /** Run `write`, or throw StorageUnavailable without running it while the gate is shut. */
   run<T>(write: () => T): T {
-    const now = this.opts.clock.now();
-    if (this.failures > 0 && now < this.retryAt) throw new StorageUnavailable(this.database, this.code ?? 'UNKNOWN', this.retryAt - now);
+    const now = this.openAt();
     let result: T;
     try {
       result = write();
     } catch (err) {
-      // A bug is not an outage: only the database's own refusals shut the gate.
-      if (isStorageError(err)) this.failed(err as Error, now);
+      this.refused(err, now);
       throw err;
     }
-    if (this.failures > 0) this.recovered();
-    return result;
+    return this.landed(result);
   }
 
   /**
@@ -84,18 +81,32 @@ export class WriteGate {
    * lands, which is the common case: no promise, no timer.
    */
   runRetrying<T>(write: () => T, budgetMs: number): MaybePromise<T> {
-    const now = this.opts.clock.now();
-    if (this.failures > 0 && now < this.retryAt) throw new StorageUnavailable(this.database, this.code ?? 'UNKNOWN', this.retryAt - now);
+    const now = this.openAt();
     let result: T;
     try {
       result = write();
     } catch (err) {
-      if (!isBusy(err) || budgetMs <= 0) {
-        if (isStorageError(err)) this.failed(err as Error, now);
-        throw err;
-      }
-      return this.retryBusy(write, performance.now() + budgetMs);
+      if (isBusy(err) && budgetMs > 0) return this.retryBusy(write, performance.now() + budgetMs);
+      this.refused(err, now);
+      throw err;
     }
+    return this.landed(result);
+  }
+
+  /** Now, when the gate lets a write through; StorageUnavailable while it is shut and within its backoff. */
+  private openAt(): number {
+    const now = this.opts.clock.now();
+    if (this.failures > 0 && now < this.retryAt) throw new StorageUnavailable(this.database, this.code ?? 'UNKNOWN', this.retryAt - now);
+    return now;
+  }
+
+  /** A write failed: a bug is not an outage, so only the database's own refusals shut the gate. */
+  private refused(err: unknown, now: number): void {
+    if (isStorageError(err)) this.failed(err as Error, now);
+  }
+
+  /** A write landed: the gate reopens if it was shut. */
+  private landed<T>(result: T): T {
     if (this.failures > 0) this.recovered();
     return result;
   }
@@ -115,12 +126,11 @@ export class WriteGate {
             pause = Math.min(pause * 2, MAX_BUSY_PAUSE_MS);
             return;
           }
-          if (isStorageError(err)) this.failed(err as Error, this.opts.clock.now());
+          this.refused(err, this.opts.clock.now());
           reject(err as Error);
           return;
         }
-        if (this.failures > 0) this.recovered();
-        resolve(result);
+        resolve(this.landed(result));
       };
       setTimeout(attempt, pause);
       pause *= 2;
