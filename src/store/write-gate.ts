@@ -93,6 +93,11 @@ export class WriteGate {
     return this.landed(result);
   }
 
+  /** Throws StorageUnavailable while the gate is shut and within its backoff (a write queued for later is refused now). */
+  assertOpen(): void {
+    this.openAt();
+  }
+
   /** Now, when the gate lets a write through; StorageUnavailable while it is shut and within its backoff. */
   private openAt(): number {
     const now = this.opts.clock.now();

@@ -84,8 +84,11 @@ describe('openBackend', () => {
       ],
       ledger: { pending: 0, retrying: 0, dropped: 0 },
     });
-    // The server's cache port purges in batches (a promise); the store behind it in one transaction.
-    b.cache.put(entry(1));
+    // The server's cache port stores in the next group commit and purges in batches (promises);
+    // the store behind it in one transaction each.
+    const stored = b.cache.put(entry(1));
+    expect(isPromise(stored)).toBe(true);
+    await stored;
     const purging = b.cache.purge({ all: true });
     expect(isPromise(purging)).toBe(true);
     expect(await purging).toBe(1);

@@ -1,0 +1,36 @@
+/**
+ * Profile of the miss path (`npx tsx bench/profile-miss.ts [connections] [misses]`): the
+ * gateway runs with --cpu-prof while closed-loop connections ask for entities never asked for
+ * before, as benchmark 9's miss rounds do; the summary is by origin, self time and Tollgate
+ * function, in µs per miss. Not part of `npm run bench`: a tool for finding a miss's CPU.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { analyze, entryTable } from './lib/cpuprofile.js';
+import { runLoad } from './lib/load.js';
+import { fmt } from './lib/stats.js';
+import { entityPath, startStack } from './lib/stack.js';
+
+const connections = Number(process.argv[2] ?? 16);
+const misses = Number(process.argv[3] ?? 20_000);
+
+const stack = await startStack();
+try {
+  let next = 7_000_000;
+  const fresh = (n: number) => () => Array.from({ length: n }, () => entityPath(next++));
+  const dir = join(stack.dir, 'cpu-profile');
+  const gw = await stack.restartGateway(['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  await runLoad({ url: gw.url, serverPid: gw.pid, headers: stack.auth, connections, durationS: 0, amount: 2000, pathsFor: fresh(2000) });
+  const load = await runLoad({ url: gw.url, serverPid: gw.pid, headers: stack.auth, connections, durationS: 0, amount: misses, pathsFor: fresh(misses) });
+  await gw.stop();
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error('no .cpuprofile written');
+  const a = analyze(join(dir, file), 30);
+  const requests = load.requests + 2000;
+  console.log(`misses ${requests} (${load.non2xx + load.errors} failures), ${fmt.int(load.rps)} req/s, p50 ${fmt.ms(load.p50)}, busy ${fmt.int(((a.totalMs - a.idleMs) * 1000) / requests)} µs per miss`);
+  console.log(entryTable('Origin (self time)', a.origins.slice(0, 14), requests));
+  console.log(entryTable('Function (self time)', a.self, requests));
+  console.log(entryTable('Tollgate function (inclusive time)', a.inclusive.slice(0, 30), requests));
+} finally {
+  await stack.close();
+}
