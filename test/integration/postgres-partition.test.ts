@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { CHANGES_CHANNEL, PgChangeFeed } from '../../src/store/postgres/change-feed.js';
 import { inTransaction, openPool } from '../../src/store/postgres/pool.js';
+import type { FailoverPool } from '../../src/store/postgres/failover-pool.js';
 import { isStorageError } from '../../src/store/write-gate.js';
 import { netPartition, type Partition } from '../helpers/net-partition.js';
 import { freshDatabase } from '../helpers/postgres.js';
@@ -59,6 +60,35 @@ describe('a pool cut off from PostgreSQL', () => {
       expect((await pool.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
       expect(await inTransaction(pool, async (c) => (await c.query<{ n: number }>('SELECT 2 AS n')).rows[0]!.n)).toBe(2);
     } finally {
+      await pool.end();
+    }
+  }, 15_000);
+});
+
+describe('a pool after a failover', () => {
+  it('one request meets a connection to the old server; the pool retires the others it held, and the next requests get new ones', async () => {
+    const pool = openPool(net.through(db.url), { max: 4, statementTimeoutMs: STATEMENT_MS });
+    try {
+      // Four pooled connections, idle, which the failover will leave leading nowhere.
+      await Promise.all([0, 1, 2, 3].map(() => pool.query('SELECT pg_sleep(0.05)')));
+      expect(pool.idleCount).toBe(4);
+      net.cut('blackhole');
+      // The old server forgot them and nothing tells the client; new connections reach the new one.
+      net.restore('silent');
+
+      const first = await timed(pool.query('SELECT 1'));
+      expect(isStorageError(first.err), String(first.err)).toBe(true);
+      expect(first.ms).toBeLessThan(BOUND_MS);
+      // Before: each of the three other old connections cost its request the timeout and an error, in turn.
+      for (let i = 0; i < 3; i++) {
+        const next = await timed(pool.query<{ n: number }>('SELECT $1::int AS n', [i]));
+        expect(next.err).toBeNull();
+        expect(next.ms).toBeLessThan(STATEMENT_MS);
+      }
+      expect(await inTransaction(pool, async (c) => (await c.query<{ n: number }>('SELECT 2 AS n')).rows[0]!.n)).toBe(2);
+      expect((pool as FailoverPool).retired).toBe(3);
+    } finally {
+      net.restore();
       await pool.end();
     }
   }, 15_000);

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { StartupError } from '../../domain/startup-error.js';
 import { isNetworkStoreFailure } from '../write-gate.js';
+import { FailoverPool } from './failover-pool.js';
 
 /**
  * How much longer than the statement timeout the client waits for an answer. The statement
@@ -16,15 +17,20 @@ const CLIENT_MARGIN_MS = 1_000;
  * (query_timeout, a little later); and so is waiting for a connection.
  */
 export function openPool(url: string, opts: { max?: number; statementTimeoutMs?: number; asyncCommit?: boolean } = {}): pg.Pool {
-  const pool = new pg.Pool({
+  const statementTimeoutMs = opts.statementTimeoutMs ?? 5_000;
+  const queryTimeoutMs = statementTimeoutMs + CLIENT_MARGIN_MS;
+  // FailoverPool: after a failover, connections to the old server are retired, not each tried in turn.
+  const pool = new FailoverPool({
     connectionString: url,
     // Commits that return before the WAL reaches the disk: for what can be fetched again (the
     // cache), never for charges. A crash of PostgreSQL loses at most its last ~0.6 s of them.
     ...(opts.asyncCommit && { options: '-c synchronous_commit=off' }),
     max: opts.max ?? 10,
-    connectionTimeoutMillis: 5_000,
-    statement_timeout: opts.statementTimeoutMs ?? 5_000,
-    query_timeout: (opts.statementTimeoutMs ?? 5_000) + CLIENT_MARGIN_MS,
+    // No longer than a query may wait: a connection retired after a loss is replaced by a new
+    // one, which must not make a request wait longer than the old one would have failed in.
+    connectionTimeoutMillis: Math.min(5_000, queryTimeoutMs),
+    statement_timeout: statementTimeoutMs,
+    query_timeout: queryTimeoutMs,
     application_name: 'tollgate',
   });
   // An idle client whose connection drops emits here; the next query gets a new one.
