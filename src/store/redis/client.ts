@@ -1,6 +1,7 @@
 import { createClient, type RedisClientType } from 'redis';
 import type { StorageLog } from '../backend.js';
 import { withTimeout } from '../time-bound.js';
+import { SilenceWatch, type SilenceWatchOptions } from './silence-watch.js';
 
 export type { RedisClientType } from 'redis';
 
@@ -10,10 +11,11 @@ const CONNECT_TIMEOUT_MS = 5_000;
  * A connection to the shared Redis. Commands fail at once while it is disconnected (no offline
  * queue: a request must not wait for a Redis that may not come back); each user bounds its
  * commands' time itself (deadline.ts, call-claims.ts), more cheaply than node-redis's per-command
- * timeout. The client reconnects on its own, backing off to one try a second. Startup waits
- * for the first connection, at most CONNECT_TIMEOUT_MS.
+ * timeout. The client reconnects on its own, backing off to one try a second, and a connection
+ * gone silent is replaced (SilenceWatch). Startup waits for the first connection, at most
+ * CONNECT_TIMEOUT_MS. Close it with closeRedis.
  */
-export async function openRedis(url: string, log?: StorageLog): Promise<RedisClientType> {
+export async function openRedis(url: string, log?: StorageLog, watch: SilenceWatchOptions = {}): Promise<RedisClientType> {
   let down = false;
   const client = createClient({
     url,
@@ -34,7 +36,22 @@ export async function openRedis(url: string, log?: StorageLog): Promise<RedisCli
     client.destroy();
     throw err;
   }
+  const onSilent = () => log?.warn({}, 'redis stopped answering on an open connection; connecting again');
+  watches.set(client, new SilenceWatch(client, { onSilent, ...watch }));
   return client;
+}
+
+const watches = new WeakMap<RedisClientType, SilenceWatch>();
+
+/** Close a client openRedis made, for good: its silence watch stops first, so it is never opened again. */
+export function closeRedis(client: RedisClientType): void {
+  watches.get(client)?.stop();
+  client.destroy();
+}
+
+/** The watch of a client openRedis made (tests). */
+export function silenceWatchOf(client: RedisClientType): SilenceWatch | undefined {
+  return watches.get(client);
 }
 
 /**

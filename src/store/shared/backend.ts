@@ -14,6 +14,7 @@ import { probe } from './probe.js';
 import type { FallbackRateCounters } from './rate-fallback.js';
 import type { RememberedCache } from './remembered-cache.js';
 import type { RememberedKeys } from './remembered-keys.js';
+import { closeRedis } from '../redis/client.js';
 
 export type { SharedOptions } from './parts.js';
 
@@ -166,7 +167,7 @@ export class SharedBackend implements StorageBackend {
     await p.changes.close();
     // Its pub/sub connection is a duplicate of the client: ended apart.
     await p.claims.close();
-    p.redis.destroy();
+    closeRedis(p.redis);
     await p.leasePool?.end().catch(() => {});
     await p.cachePool.end().catch(() => {});
     await p.pool.end().catch(() => {});

@@ -18,7 +18,7 @@ import { migrate } from '../postgres/schema.js';
 import { PgSessions } from '../postgres/sessions.js';
 import { PgTeams } from '../postgres/teams.js';
 import { RedisCallClaims } from '../redis/call-claims.js';
-import { openRedis, redisPrefixOf, type RedisClientType } from '../redis/client.js';
+import { closeRedis, openRedis, redisPrefixOf, type RedisClientType } from '../redis/client.js';
 import { RedisRateCounters } from '../redis/rate-counters.js';
 import { FallbackRateCounters } from './rate-fallback.js';
 import { RememberedCache } from './remembered-cache.js';
@@ -112,7 +112,7 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
   } catch (err) {
     await recovery?.stop();
     await changes?.close();
-    redis?.destroy();
+    if (redis) closeRedis(redis);
     await lease?.stop().catch(() => {});
     await leasePool?.end().catch(() => {});
     await cachePool.end().catch(() => {});
