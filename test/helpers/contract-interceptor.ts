@@ -57,6 +57,16 @@ class Observer extends Forwarding {
   }
 }
 
+/**
+ * Make ready, before a test whose timing matters, what judging these answers would compile on
+ * first use (OpenApiContract.prepare): the check runs in the test's process, and so does a
+ * gateway started with test/helpers/stack.ts.
+ */
+export function prepareContract(answers: ReadonlyArray<{ readonly method: string; readonly target: string; readonly status: number }>): void {
+  contract ??= new OpenApiContract();
+  for (const a of answers) contract.prepare(a.method, a.target, a.status);
+}
+
 export const contractCheck: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
   if (!inContract(opts.path)) return dispatch(opts, handler);
   return dispatch(opts, new Observer(opts.method, opts.path, handler));
