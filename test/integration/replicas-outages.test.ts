@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { netPartition, type Partition } from '../helpers/net-partition.js';
 import { privateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { awayFromMinuteEdge, header, profile, startCluster, until, type Cluster, type Reply } from '../helpers/replica-processes.js';
@@ -100,6 +100,14 @@ describe('PostgreSQL cut off', () => {
     net = await netPartition('127.0.0.1', 5432);
     c = await startCluster({ replicaDatabaseUrl: (url) => net.through(url) });
   }, 30_000);
+  // A failure under a full suite's load is hard to replay: say how each replica stands and what it logged besides requests.
+  afterEach((ctx) => {
+    if (ctx.task.result?.state !== 'fail' || !c) return;
+    for (const r of c.replicas) {
+      const lines = r.output().split('\n').filter((l) => l && !l.includes('"msg":"request"'));
+      console.error(`replica ${r.index}: exit ${r.child.exitCode} signal ${r.child.signalCode}\n  ${lines.slice(-30).join('\n  ')}`);
+    }
+  });
   afterAll(async () => {
     await c?.close();
     await net?.close();
