@@ -6,7 +6,7 @@ import { failure, type Failure } from '../domain/errors.js';
 import { isStorageError } from '../store/write-gate.js';
 import type { LookupTrace } from '../domain/trace.js';
 import type { TraceContext } from '../domain/trace-context.js';
-import { logRequest, requestFields } from '../obs/request-log.js';
+import { RequestLines, requestFields } from '../obs/request-log.js';
 import type { ServerDeps } from './deps.js';
 import { JSON_CONTENT_TYPE, keylessRateFields } from './edge.js';
 import { TurnWrites } from './turn-writes.js';
@@ -26,9 +26,11 @@ import { endedByParserRefusal } from './parser-errors.js';
  */
 export class AnswerWriter {
   private readonly writes: TurnWrites;
+  private readonly lines: RequestLines;
 
   constructor(private readonly deps: ServerDeps) {
-    this.writes = new TurnWrites((err) => deps.logger.error({ err }, 'unhandled error while writing an answer'));
+    this.lines = new RequestLines(deps.logger);
+    this.writes = new TurnWrites((err) => deps.logger.error({ err }, 'unhandled error while writing an answer'), this.lines);
   }
 
   send(req: IncomingMessage, res: ServerResponse, endpoint: string | null, a: Answer, ip: string, requestId: string, tc: TraceContext, trace: LookupTrace | null, t0: number): void {
@@ -124,7 +126,7 @@ export class AnswerWriter {
       });
     }
     const logged = endpoint === UNMATCHED ? null : endpoint;
-    logRequest(this.deps.logger, { requestId, traceContext: tc, clientIp: ip, method: req.method!, url: req.url!, status: a.status, code: a.errorCode, endpoint: logged, trace, ms: seconds * 1000 });
+    this.lines.add({ requestId, traceContext: tc, clientIp: ip, method: req.method!, url: req.url!, status: a.status, code: a.errorCode, endpoint: logged, trace, ms: seconds * 1000 });
   }
 }
 

@@ -12,8 +12,14 @@ export class TurnWrites {
   private queue: Array<() => void> = [];
   private scheduled = false;
 
-  /** `onError` gets what a write throws; the writes after it still run. */
-  constructor(private readonly onError: (err: unknown) => void) {}
+  /**
+   * `onError` gets what a write throws; the writes after it still run. `around`, if given, is
+   * told when a flush starts and ends (the request lines it writes as one chunk, request-log.ts).
+   */
+  constructor(
+    private readonly onError: (err: unknown) => void,
+    private readonly around?: { readonly hold: () => void; readonly release: () => void },
+  ) {}
 
   /** Run `write` at the end of this turn. */
   defer(write: () => void): void {
@@ -27,13 +33,18 @@ export class TurnWrites {
     this.scheduled = false;
     const q = this.queue;
     this.queue = [];
+    this.around?.hold();
     // Writes deferred while these run (an error answer replacing a failed one) go to the next turn.
-    for (const write of q) {
-      try {
-        write();
-      } catch (err) {
-        this.onError(err);
+    try {
+      for (const write of q) {
+        try {
+          write();
+        } catch (err) {
+          this.onError(err);
+        }
       }
+    } finally {
+      this.around?.release();
     }
   };
 }

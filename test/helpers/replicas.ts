@@ -17,6 +17,7 @@ import type { CallClaims } from '../../src/store/ports.js';
 import { WindowCounters } from '../../src/store/window-counters.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import type { Reply } from './stack.js';
+import { lineSink } from './log-sink.js';
 
 const SIM_KEY = 'sim_provider_key_for_replicas_0123456789';
 
@@ -59,7 +60,7 @@ export async function startReplicas(opts: { claims: readonly CallClaims[]; herd?
   for (const claims of opts.claims) {
     const lines: string[] = [];
     logs.push(lines);
-    const logger = createLogger('info', { write: (line: string) => void lines.push(line) });
+    const logger = createLogger('info', lineSink(lines));
     const upstream = new UpstreamClient(upstreamSettings(config), { clock, logger });
     upstreams.push(upstream);
     const stores = { keys: backend.keys, rates: backend.rates, lastUsed: backend.lastUsed, credits: backend.credits, ledger: backend.ledger, cache: backend.cache, claims };

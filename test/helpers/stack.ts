@@ -7,6 +7,7 @@ import type { Clock } from '../../src/domain/clock.js';
 import { validateConfig } from '../../src/config.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
 import type { NewKey } from '../../src/domain/keys.js';
+import { lineSink } from './log-sink.js';
 
 export const SIM_KEY = 'sim_provider_key_for_tests_0123456789';
 
@@ -64,7 +65,7 @@ export async function startStack(opts: { config?: Tree; clock?: Clock; sim?: Sim
   };
   const config = validateConfig(merge(base, opts.config ?? {}));
   const logs: string[] = [];
-  const boot = () => createApp(config, { clock: opts.clock, logDestination: { write: (line: string) => void logs.push(line) } });
+  const boot = () => createApp(config, { clock: opts.clock, logDestination: lineSink(logs) });
   let app = boot();
   let url = await app.listen();
   const first = app.keys.create({ name: 'test' });

@@ -9,6 +9,7 @@ import { validateConfig } from '../../src/config.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { runCli } from '../helpers/cli.js';
 import { SIM_KEY } from '../helpers/stack.js';
+import { lineSink } from '../helpers/log-sink.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
@@ -31,7 +32,7 @@ function dataDir(): string {
 async function gateway(dir: string, upstreamUrl: string) {
   const logs: string[] = [];
   const config = validateConfig({ dataDir: dir, logLevel: 'info', server: { host: '127.0.0.1', port: 0 }, upstream: { url: upstreamUrl, apiKey: SIM_KEY } });
-  const app: App = createApp(config, { logDestination: { write: (l: string) => void logs.push(l) } });
+  const app: App = createApp(config, { logDestination: lineSink(logs) });
   cleanups.push(() => app.close());
   const url = await app.listen();
   const secret = app.keys.create({ name: 'origin-test' }).secret;
