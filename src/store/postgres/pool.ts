@@ -35,8 +35,16 @@ export function openPool(url: string, opts: { max?: number; statementTimeoutMs?:
   });
   // An idle client whose connection drops emits here; the next query gets a new one.
   pool.on('error', () => {});
+  // A checked-out client has no listener of the pool's (pg-pool removes it at checkout): a
+  // connection dropping between two statements of a transaction emitted 'error' with nobody
+  // listening, and the uncaught error ended the process. The statement in progress, or the
+  // next one, fails with that error instead; inTransaction then closes the connection.
+  pool.on('acquire', (client) => client.on('error', droppedWhileCheckedOut));
+  pool.on('release', (_err: unknown, client) => client.removeListener('error', droppedWhileCheckedOut));
   return pool;
 }
+
+function droppedWhileCheckedOut(): void {}
 
 /**
  * `fn` in one transaction on one connection: committed when it returns, rolled back when it
