@@ -127,12 +127,14 @@ describe('Checkpointer', () => {
     let maxWal = 0;
     try {
       await ck.checkpoint(); // the worker is up (it takes ~100 ms to start)
-      // Writes interleaved with the worker's checkpoints, in batches that each outgrow 1 MiB.
+      // Writes interleaved with the worker's checkpoints, in batches that each outgrow 1 MiB;
+      // the next batch is written once the worker has truncated the last (waiting a fixed
+      // 15 ms instead failed on a loaded machine, where the worker thread ran later).
       for (let batch = 0; batch < 10; batch++) {
         fill(db, written, 600);
         written += 600;
         maxWal = Math.max(maxWal, walSize(file));
-        await new Promise((r) => setTimeout(r, 15));
+        await until(() => walSize(file) === 0);
       }
       await until(() => walSize(file) === 0);
       // Without the checkpointer this WAL would hold all 6000 rows (~24 MiB); it never did.
