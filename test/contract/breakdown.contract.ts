@@ -31,9 +31,15 @@ const byId = (rows: UsageRow[]) => [...rows].sort((a, b) => (String(a.id) < Stri
 /** The breakdown a ledger of one row per request gives over [from, to): the model. */
 function model(rows: readonly LedgerRow[], from: number, to: number, keys: ReadonlyMap<string, { name: string; team: string | null }>): UsageDetail[] {
   const out = new Map<string, UsageDetail>();
+  // A request that charged nothing is counted in a group of its minute, key, endpoint and
+  // outcome (src/store/usage-tally.ts), which a range holds when the group's earliest request is in it.
+  const groupOf = (r: LedgerRow) => `${Math.floor(r.ts / MINUTE)} ${r.keyId} ${r.endpoint} ${r.cache ?? ''} ${r.status} ${r.code ?? ''}`;
+  const earliest = new Map<string, number>();
+  for (const r of rows) if (r.credits <= 0) earliest.set(groupOf(r), Math.min(earliest.get(groupOf(r)) ?? Infinity, r.ts));
   for (const r of rows) {
-    if (r.ts < from || r.ts >= to) continue;
-    const day = new Date(r.ts).toISOString().slice(0, 10);
+    const ts = r.credits <= 0 ? earliest.get(groupOf(r))! : r.ts;
+    if (ts < from || ts >= to) continue;
+    const day = new Date(ts).toISOString().slice(0, 10);
     const id = `${day} ${r.keyId} ${r.endpoint}`;
     const k = keys.get(r.keyId);
     const d = out.get(id) ?? { day, key_id: r.keyId, key_name: k?.name ?? null, team: k?.team ?? null, endpoint: r.endpoint, requests: 0, cache_hits: 0, credits: 0, credits_saved: 0, unsettled_credits: 0 };
