@@ -35,7 +35,11 @@ function model(rows: readonly LedgerRow[], from: number, to: number, keys: Reado
   // outcome (src/store/usage-tally.ts), which a range holds when the group's earliest request is in it.
   const groupOf = (r: LedgerRow) => `${Math.floor(r.ts / MINUTE)} ${r.keyId} ${r.endpoint} ${r.cache ?? ''} ${r.status} ${r.code ?? ''}`;
   const earliest = new Map<string, number>();
-  for (const r of rows) if (r.credits <= 0) earliest.set(groupOf(r), Math.min(earliest.get(groupOf(r)) ?? Infinity, r.ts));
+  for (const r of rows) {
+    if (r.credits > 0) continue;
+    const g = groupOf(r);
+    earliest.set(g, Math.min(earliest.get(g) ?? Infinity, r.ts));
+  }
   for (const r of rows) {
     const ts = r.credits <= 0 ? earliest.get(groupOf(r))! : r.ts;
     if (ts < from || ts >= to) continue;

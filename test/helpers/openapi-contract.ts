@@ -70,24 +70,30 @@ export class OpenApiContract {
    * gateway in its own process would otherwise pay in the middle of what it times.
    */
   prepare(method: string, target: string, status: number): void {
-    const op = this.operation(method, target.split('?')[0]!);
-    const responses = this.deref(op.node.responses as Node).node;
-    const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => responses[k] !== undefined);
-    if (key === undefined) return;
-    const { node: response, pointer } = this.deref(responses[key] as Node, `${op.pointer}/responses/${esc(key)}`);
+    const documented = this.response(method, target, status);
+    if ('missing' in documented) return;
+    const { response, pointer } = documented;
     for (const [name, ref] of Object.entries((response.headers ?? {}) as Node)) this.validator(`${this.deref(ref as Node, `${pointer}/headers/${esc(name)}`).pointer}/schema`);
     for (const media of Object.keys((response.content ?? {}) as Node)) if (/[/+]json$/.test(media)) this.validator(`${pointer}/content/${esc(media)}/schema`);
   }
 
   private violations(a: SeenAnswer): string[] {
-    const op = this.operation(a.method, a.target.split('?')[0]!);
-    const responses = this.deref(op.node.responses as Node).node;
-    const key = [String(a.status), `${String(a.status)[0]}XX`, 'default'].find((k) => responses[k] !== undefined);
-    if (key === undefined) return [`status ${a.status} is not documented for ${op.name}`];
-    const { node: response, pointer } = this.deref(responses[key] as Node, `${op.pointer}/responses/${esc(key)}`);
+    const documented = this.response(a.method, a.target, a.status);
+    if ('missing' in documented) return [documented.missing];
+    const { response, pointer } = documented;
     const out = this.headerViolations(response, pointer, a.headers);
     if (a.method !== 'HEAD') out.push(...this.bodyViolations(response, pointer, a));
     return out;
+  }
+
+  /** The Response Object documented for `method target → status`, and its pointer; or why there is none. */
+  private response(method: string, target: string, status: number): { response: Node; pointer: string } | { missing: string } {
+    const op = this.operation(method, target.split('?')[0]!);
+    const responses = this.deref(op.node.responses as Node).node;
+    const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => responses[k] !== undefined);
+    if (key === undefined) return { missing: `status ${status} is not documented for ${op.name}` };
+    const { node: response, pointer } = this.deref(responses[key] as Node, `${op.pointer}/responses/${esc(key)}`);
+    return { response, pointer };
   }
 
   /** The documented operation for a method and path, or the fallback path item's. */

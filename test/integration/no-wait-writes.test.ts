@@ -53,19 +53,6 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   throw new Error(`never happened: ${what}`);
 }
 
-/** Holds tollgate.db's write lock from the other connection; commits after `ms` on a timer of this event loop. */
-function holdFor(ms: number, db = other): Promise<number> {
-  // A test that failed before its release leaves the transaction open: no test inherits it.
-  if (db.inTransaction) db.exec('COMMIT');
-  db.exec('BEGIN IMMEDIATE');
-  return new Promise((resolve) =>
-    setTimeout(() => {
-      if (db.inTransaction) db.exec('COMMIT');
-      resolve(performance.now());
-    }, ms),
-  );
-}
-
 /** Holds tollgate.db's write lock from the other connection until the returned release(), which says when. */
 function hold(db = other): () => number {
   if (db.inTransaction) db.exec('COMMIT');
@@ -74,6 +61,12 @@ function hold(db = other): () => number {
     if (db.inTransaction) db.exec('COMMIT');
     return performance.now();
   };
+}
+
+/** Holds tollgate.db's write lock from the other connection; commits after `ms` on a timer of this event loop. */
+function holdFor(ms: number, db = other): Promise<number> {
+  const release = hold(db);
+  return new Promise((resolve) => setTimeout(() => resolve(release()), ms));
 }
 
 /** `path` asked now; the time its answer came with it. */
