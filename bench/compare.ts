@@ -5,6 +5,8 @@
  * compares this build with itself under a V8 flag.
  * Both gateways run side by side on one simulator and are loaded in alternation, so that
  * whatever else runs on the machine weighs on both alike. Not part of `npm run bench`.
+ * `COMPARE_RATE=<requests/s>` loads each at that constant rate (bench/lib/open-loop.ts) instead of
+ * saturating it: CPU per request then includes what each event-loop turn costs by itself.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,12 +14,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fillThroughGateway, HIT_ENTITIES, randomPaths } from './hit.js';
 import { runLoad, SETTINGS, warmUp } from './lib/load.js';
+import { runConstantRate } from './lib/open-loop.js';
 import { startGateway, startSimulator, type Gateway } from './lib/procs.js';
 import { median } from './lib/stats.js';
 import { SIM_KEY } from './lib/stack.js';
 
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 5);
 const DURATION_S = 6;
+const RATE = Number(process.env.COMPARE_RATE ?? 0);
 
 const targets = process.argv.slice(2).map((arg) => {
   const [dir, ...nodeArgs] = arg.trim().split(/\s+/);
@@ -49,7 +53,10 @@ try {
   for (const s of sides) await warmUp(load(s));
   for (let i = 0; i < ROUNDS; i++) {
     for (const s of sides) {
-      const r = await runLoad({ ...load(s), durationS: DURATION_S });
+      const r =
+        RATE > 0
+          ? await runConstantRate({ url: s.gw.url, serverPid: s.gw.pid, rate: RATE, durationS: DURATION_S, connections: SETTINGS.connections, paths: randomPaths(HIT_ENTITIES, 10_000)(i), headers: s.auth })
+          : await runLoad({ ...load(s), durationS: DURATION_S });
       s.rps.push(r.rps);
       s.cpu.push(r.cpuUsPerRequest);
     }

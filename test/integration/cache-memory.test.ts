@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CACHE_MIGRATIONS, CacheStore } from '../../src/store/sqlite/cache.js';
 import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import { outlastLooks } from '../../src/store/sqlite/data-version.js';
 import type { CacheEntry, NewEntry } from '../../src/domain/cache-entry.js';
 
 let dir: string;
@@ -53,8 +54,8 @@ const entry = (id: number, o: Partial<NewEntry> = {}): NewEntry => ({
 /** What an entry held in memory is charged: two bytes per character of its text, plus 256. */
 const charge = (e: CacheEntry) =>
   2 * [e.key, e.endpoint, e.identity, e.data, e.meta, e.errorCode, e.errorMessage].reduce((n, x) => n + (x?.length ?? 0), 0) + 256;
-/** Another connection's commit is looked for once per event-loop turn (DataVersionWatch). */
-const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+/** Another connection's commit is looked for once a look is LOOK_INTERVAL_MS old (DataVersionWatch), as the CLI waits before it returns. */
+const afterCliReturned = () => outlastLooks();
 const noneDead = () => 0;
 const rowidOf = (db: DB, key: string) => db.prepare<[string], number>('SELECT rowid FROM entries WHERE key = ?').pluck().get(key);
 
@@ -72,7 +73,7 @@ describe('CacheStore: entries held in memory', () => {
     expect(cache.get(entry(3).key)).toBeNull();
   });
 
-  it('a purge by another connection is honoured from the next event-loop turn on, for every filter', async () => {
+  it('a purge by another connection is honoured once the CLI would have returned, for every filter', async () => {
     const server = store().cache;
     const cli = store().cache;
     const filters = [
@@ -87,7 +88,7 @@ describe('CacheStore: entries held in memory', () => {
       expect(server.get(entry(1).key)).not.toBeNull();
       expect(server.holds(entry(1).key)).toBe(true);
       expect(cli.purge(filter)).toBeGreaterThanOrEqual(1);
-      await nextTurn(); // a request sent after the CLI returned is handled in a later turn
+      await afterCliReturned(); // a request sent after the CLI returned
       expect(server.get(entry(1).key)).toBeNull();
       expect(server.holds(entry(1).key)).toBe(false);
       // The totals follow the other connection's purge too.
@@ -95,7 +96,7 @@ describe('CacheStore: entries held in memory', () => {
       expect(server.totalBytes()).toBe(stats.bytes);
       expect(server.entryCount()).toBe(stats.entries);
       cli.purge({ all: true });
-      await nextTurn();
+      await afterCliReturned();
     }
   });
 
@@ -118,7 +119,7 @@ describe('CacheStore: entries held in memory', () => {
     server.put(entry(1, { data: '"old"' }));
     expect(server.get(entry(1).key)!.data).toBe('"old"');
     cli.put(entry(1, { data: '"new"' }));
-    await nextTurn();
+    await afterCliReturned();
     expect(server.get(entry(1).key)!.data).toBe('"new"');
     expect(server.totalBytes()).toBe(server.stats().bytes);
   });
@@ -273,7 +274,7 @@ describe('CacheStore: hit statistics, totals, schema', () => {
     cache.recordHit(cache.get(entry(2).key)!, 6_000);
     other.purge({ identity: entry(2).identity });
     other.put(entry(3)); // reuses entry 2's rowid
-    await nextTurn();
+    await afterCliReturned();
     cache.flush();
     expect(db.prepare('SELECT hits FROM access WHERE id = ?').pluck().get(rowidOf(db, entry(3).key))).toBe(0);
     expect(cache.stats()).toMatchObject({ entries: 2, hits: 1 });
@@ -283,7 +284,7 @@ describe('CacheStore: hit statistics, totals, schema', () => {
     const a = store().cache;
     const b = store().cache;
     const check = async () => {
-      await nextTurn();
+      await afterCliReturned();
       const s = a.stats();
       for (const c of [a, b, new CacheStore(connect())]) {
         expect(c.totalBytes()).toBe(s.bytes);

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { authenticate } from '../../src/gateway/auth.js';
 import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import { outlastLooks } from '../../src/store/sqlite/data-version.js';
 import { KeyStore } from '../../src/store/sqlite/keys.js';
 import { MAIN_MIGRATIONS } from '../../src/store/sqlite/schema.js';
 import { keyRefusal, type FoundKey } from '../../src/domain/keys.js';
@@ -49,8 +50,8 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Another connection's commits are looked for once per event-loop turn (DataVersionWatch). */
-const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+/** Another connection's commits are looked for once a look is LOOK_INTERVAL_MS old (DataVersionWatch), as the CLI waits before it returns. */
+const afterCliReturned = () => outlastLooks();
 
 describe('KeyStore.findBySecret cache', () => {
   it('a repeat lookup is answered from memory with what an uncached read returns', () => {
@@ -78,7 +79,7 @@ describe('KeyStore.findBySecret cache', () => {
     expect(keyRefusal(server.findBySecret(secret)!.key, clock.now())).toBeNull();
     clock.advance(10);
     expect(cli.revoke(key.id)).toBe(true);
-    await nextTurn();
+    await afterCliReturned();
     const after = server.findBySecret(secret)!;
     expect(after.key.revokedAt).toBe(clock.now());
     expect(keyRefusal(after.key, clock.now())?.code).toBe('API_KEY_REVOKED');
@@ -89,7 +90,7 @@ describe('KeyStore.findBySecret cache', () => {
     const { key, secret } = cli.create({ name: 'team', rate: '10/second', endpoints: ['company'] });
     server.findBySecret(secret);
     cli.update(key.id, { name: 'renamed', rate: null, endpoints: ['profile'], strategies: ['besteffort'], expiresAt: clock.now() + 5 });
-    await nextTurn();
+    await afterCliReturned();
     const after = server.findBySecret(secret)!.key;
     expect(after).toMatchObject({ name: 'renamed', rate: null, endpoints: ['profile'], strategies: ['besteffort'], expiresAt: clock.now() + 5 });
     expect(server.findBySecret(secret)).toEqual(uncached(secret));
@@ -99,7 +100,7 @@ describe('KeyStore.findBySecret cache', () => {
     const { key, secret: old } = cli.create({ name: 'team' });
     expect(server.findBySecret(old)!.previous).toBe(false);
     const rotated = cli.rotate(key.id, 60_000)!;
-    await nextTurn();
+    await afterCliReturned();
     const viaOld = server.findBySecret(old)!;
     const viaNew = server.findBySecret(rotated.secret)!;
     expect(viaOld.previous).toBe(true);
@@ -114,7 +115,7 @@ describe('KeyStore.findBySecret cache', () => {
     expect(keyRefusal(viaNew.key, clock.now(), false)).toBeNull();
     // A second rotation forgets the first secret altogether.
     const again = cli.rotate(key.id, 60_000)!;
-    await nextTurn();
+    await afterCliReturned();
     expect(server.findBySecret(old)).toBeNull();
     expect(server.findBySecret(rotated.secret)!.previous).toBe(true);
     expect(server.findBySecret(again.secret)).toEqual(uncached(again.secret));

@@ -12,6 +12,7 @@ import { CacheStores } from './cache-stores.js';
 import type { CacheStore } from './cache.js';
 import { DataVersionFeed } from './change-feed.js';
 import { Checkpointer } from './checkpointer.js';
+import { outlastLooks } from './data-version.js';
 import type { DB } from './db.js';
 import { databaseHealth, touchHeader } from './health.js';
 import type { KeyStore } from './keys.js';
@@ -177,6 +178,8 @@ export class SqliteBackend implements StorageBackend {
       this.main?.db.close();
       this.cacheDb?.db.close();
       this.lock?.release();
+      // A command's changes apply to the server's very next request: it looks again only once its last look is this old.
+      if (this.opts.role === 'cli') await outlastLooks();
     })();
     return this.closing;
   }

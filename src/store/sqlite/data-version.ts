@@ -1,37 +1,55 @@
+import { performance } from 'node:perf_hooks';
 import type { DB } from './db.js';
+
+/**
+ * How long one look at `PRAGMA data_version` stands for. A writer in another process that must
+ * be seen by the very next request (the CLI) waits this long after its last commit before it
+ * returns (SqliteBackend.close, role `cli`).
+ */
+export const LOOK_INTERVAL_MS = 2;
 
 /**
  * Tells whether another connection (the CLI, another process) committed to a database since
  * the last look, for stores that keep rows in memory.
  *
- * `PRAGMA data_version` takes and drops a WAL read lock (two fcntl calls, ~1.4 µs on a VM),
- * which on the hit path is paid for every request. The answer is instead read at most once
- * per event-loop turn: requests handled in the same turn arrived together, so any of them
- * may be ordered before a commit that lands during it, and a request sent after the CLI has
- * returned always arrives in a later turn, which looks again. The CLI's changes therefore
- * still apply to the very next request.
+ * `PRAGMA data_version` takes and drops a WAL read lock: 3.4 µs here, and under a constant
+ * hit load, where most event-loop turns carry one request, it was 7 µs of every hit for the
+ * two stores that look (BENCHMARKS.md §9). One look therefore stands for LOOK_INTERVAL_MS:
+ * the time is taken before the look, so a look stands only for commits that finished before
+ * it started. A CLI command returns at least LOOK_INTERVAL_MS after its last commit, so a
+ * request sent after it returned finds the standing look too old and looks again: the CLI's
+ * changes still apply to the very next request. Any other writer (an operator's sqlite3
+ * shell) is seen within LOOK_INTERVAL_MS.
  */
 export class DataVersionWatch {
   private readonly stmt;
   private seen: number;
-  private fresh = false;
-  private readonly expire = () => {
-    this.fresh = false;
-  };
+  private lookedAt = -Infinity;
 
-  constructor(db: DB) {
+  /** `now`: a monotonic clock in ms (a test's own). */
+  constructor(
+    db: DB,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.stmt = db.prepare<[], number>('PRAGMA data_version').pluck();
     this.seen = this.stmt.get()!;
   }
 
   /** True when another connection committed since the previous call that returned true. */
   changed(): boolean {
-    if (this.fresh) return false;
-    this.fresh = true;
-    setImmediate(this.expire);
+    const t = this.now();
+    if (t - this.lookedAt < LOOK_INTERVAL_MS) return false;
+    this.lookedAt = t;
     const v = this.stmt.get()!;
     if (v === this.seen) return false;
     this.seen = v;
     return true;
+  }
+}
+
+/** Resolves once LOOK_INTERVAL_MS have passed (by the monotonic clock, whatever the timers do). */
+export async function outlastLooks(since: number = performance.now()): Promise<void> {
+  while (performance.now() - since < LOOK_INTERVAL_MS) {
+    await new Promise((r) => setTimeout(r, LOOK_INTERVAL_MS));
   }
 }
