@@ -42,12 +42,12 @@ export function logRequest(logger: Logger, f: RequestFields): void {
 }
 
 /**
- * Request lines made during one TurnWrites flush (src/http/turn-writes.ts), written to the
- * destination as one chunk when it ends: one write(2) for a turn's answers instead of one
- * each. Measured with the gateway's destination (a file, synchronous writes): 2.9 µs of CPU a
- * line alone, 0.5–0.8 µs a line in chunks of 10–30 (BENCHMARKS.md §9, "The request line").
- * Nothing waits longer: the chunk is written in the same turn as the answers it describes, so
- * a `kill -9` loses no more lines than before. Outside a flush a line is written at once.
+ * Request lines made during one TurnWrites flush (src/http/turn-writes.ts), handed to the
+ * destination as one chunk when it ends: one string and one call for a turn's answers. The
+ * gateway's destination (src/obs/logger.ts) then writes chunks of 4 KiB or every 100 ms;
+ * a destination that writes each call (a test's) gets one write(2) per turn, which measured
+ * 2.9 µs of CPU a line alone, 0.5–0.8 µs a line in chunks of 10–30 (BENCHMARKS.md §9, "The
+ * request line"). Outside a flush a line is handed over at once.
  */
 export class RequestLines {
   private pending = '';

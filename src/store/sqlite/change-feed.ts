@@ -19,7 +19,7 @@ interface Watched {
  * process) to the file, never with this connection's own: `keys` fires for any such commit
  * to tollgate.db, a superset of the changes to api_keys, and `cache` for cache.db.
  *
- * The stores' own look at the version (data-version.ts, at most every 2 ms) is what
+ * The stores' own look at the version (data-version.ts, at most every 10 ms) is what
  * keeps the request path current; this feed is for holders of memory outside them.
  */
 export class DataVersionFeed implements ChangeFeed {

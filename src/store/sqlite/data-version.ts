@@ -6,15 +6,16 @@ import type { DB } from './db.js';
  * be seen by the very next request (the CLI) waits this long after its last commit before it
  * returns (SqliteBackend.close, role `cli`).
  */
-export const LOOK_INTERVAL_MS = 2;
+export const LOOK_INTERVAL_MS = 10;
 
 /**
  * Tells whether another connection (the CLI, another process) committed to a database since
  * the last look, for stores that keep rows in memory.
  *
- * `PRAGMA data_version` takes and drops a WAL read lock: 3.4 µs here, and under a constant
- * hit load, where most event-loop turns carry one request, it was 7 µs of every hit for the
- * two stores that look (BENCHMARKS.md §9). One look therefore stands for LOOK_INTERVAL_MS:
+ * `PRAGMA data_version` takes and drops a WAL read lock: 3.4 µs alone, 14 µs measured in a
+ * loaded server. Looked at once per event-loop turn, under a constant hit load (most turns
+ * then carry one request) it was 7 µs of every hit for the two stores that look, the largest
+ * item of Tollgate's own (BENCHMARKS.md §9). One look therefore stands for LOOK_INTERVAL_MS:
  * the time is taken before the look, so a look stands only for commits that finished before
  * it started. A CLI command returns at least LOOK_INTERVAL_MS after its last commit, so a
  * request sent after it returned finds the standing look too old and looks again: the CLI's
