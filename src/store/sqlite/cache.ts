@@ -230,9 +230,8 @@ export class CacheStore implements ResponseCache {
    * every entry held in memory may be stale, and so are the totals. PRAGMA data_version is
    * looked at again once the last look is 10 ms old (DataVersionWatch), and the CLI returns no
    * sooner than that after its commit, so a request sent after it returned never misses what
-   * the CLI changed. Called before
-   * reading rows that memory will keep, so that a commit landing after the look only costs
-   * an extra clear at the next one.
+   * the CLI changed. Called before reading rows that memory will keep, so that a commit
+   * landing after the look only costs an extra clear at the next one.
    */
   private sync(): void {
     if (!this.dataVersion.changed()) return;
