@@ -55,11 +55,14 @@ describe('the log destination', () => {
     expect(written.map((l) => l.i)).toEqual(written.map((_, i) => i));
   });
 
-  it('writes what waits when the process exits', () => {
+  it.each([
+    ['process.exit()', 'process.exit(3);', 3],
+    ['an uncaught error', "setTimeout(() => { throw new Error('boom'); }, 1);", 1],
+  ])('writes what waits when the process ends by %s', (_how, ending, status) => {
     const logger = pathToFileURL(join(import.meta.dirname, '../../dist/obs/logger.js')).href;
-    const script = `const { createLogger } = await import(${JSON.stringify(logger)}); createLogger('info').info('last words'); process.exit(3);`;
+    const script = `const { createLogger } = await import(${JSON.stringify(logger)}); createLogger('info').info('last words'); ${ending}`;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 10_000 });
-    expect(r.status).toBe(3);
+    expect(r.status).toBe(status);
     expect(JSON.parse(r.stdout.trim())).toMatchObject({ msg: 'last words', svc: 'tollgate' });
   });
 });
