@@ -12,9 +12,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fillThroughGateway, HIT_ENTITIES, randomPaths } from './hit.js';
+import { fillThroughGateway, HIT_ENTITIES, hitsAtRate, randomPaths } from './hit.js';
 import { runLoad, SETTINGS, warmUp } from './lib/load.js';
-import { runConstantRate } from './lib/open-loop.js';
 import { startGateway, startSimulator, type Gateway } from './lib/procs.js';
 import { median } from './lib/stats.js';
 import { SIM_KEY } from './lib/stack.js';
@@ -53,10 +52,7 @@ try {
   for (const s of sides) await warmUp(load(s));
   for (let i = 0; i < ROUNDS; i++) {
     for (const s of sides) {
-      const r =
-        RATE > 0
-          ? await runConstantRate({ url: s.gw.url, serverPid: s.gw.pid, rate: RATE, durationS: DURATION_S, connections: SETTINGS.connections, paths: randomPaths(HIT_ENTITIES, 10_000)(i), headers: s.auth })
-          : await runLoad({ ...load(s), durationS: DURATION_S });
+      const r = RATE > 0 ? await hitsAtRate(s.gw.url, s.gw.pid, RATE, DURATION_S, s.auth, i) : await runLoad({ ...load(s), durationS: DURATION_S });
       s.rps.push(r.rps);
       s.cpu.push(r.cpuUsPerRequest);
     }

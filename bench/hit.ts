@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runLoad, SETTINGS, warmUp, type LoadResult } from './lib/load.js';
+import { runConstantRate, type RateResult } from './lib/open-loop.js';
 import { startBaseline } from './lib/procs.js';
 import { rng } from './lib/random.js';
 import type { Section } from './lib/report.js';
@@ -23,6 +24,11 @@ export function randomPaths(n: number, perConnection = 1000): (conn: number) => 
     const r = rng(1000 + conn);
     return Array.from({ length: perConnection }, () => entityPath(Math.floor(r() * n)));
   };
+}
+
+/** A constant-rate (open-loop) hit load over the HIT_ENTITIES cached ids, benchmark 1's 64 connections; `seed` picks the walk. */
+export function hitsAtRate(url: string, serverPid: number, rate: number, durationS: number, headers: Record<string, string>, seed = 0): Promise<RateResult> {
+  return runConstantRate({ url, serverPid, rate, durationS, connections: SETTINGS.connections, paths: randomPaths(HIT_ENTITIES, 10_000)(seed), headers });
 }
 
 /** Status, headers and body of a hit, minus the per-connection headers node:http adds itself. */

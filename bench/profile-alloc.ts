@@ -1,16 +1,14 @@
 /**
  * Where the hit path allocates (`npx tsx bench/profile-alloc.ts [rate]`): the gateway of
  * benchmark 1, with bench/lib/alloc-probe.mjs preloaded, under a constant-rate hit load
- * (default 5,000/s) for 10 s; prints the bytes allocated per hit by function (self), garbage
- * included, from V8's sampling heap profiler. GC time follows allocation: this says what to
- * allocate less of. Not part of `npm run bench`: a tool.
+ * (default 5,000/s); prints the bytes allocated per hit by function (self), garbage included,
+ * from V8's sampling heap profiler over SAMPLE_MS of it. GC time follows allocation: this says
+ * what to allocate less of. Not part of `npm run bench`: a tool.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runConstantRate } from './lib/open-loop.js';
-import { SETTINGS } from './lib/load.js';
 import { startStack } from './lib/stack.js';
-import { fillThroughGateway, HIT_ENTITIES, randomPaths } from './hit.js';
+import { fillThroughGateway, HIT_ENTITIES, hitsAtRate } from './hit.js';
 
 interface Node {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -19,21 +17,21 @@ interface Node {
 }
 
 const rate = Number(process.argv[2] ?? 5000);
-const LOAD_S = 14;
+/** The probe samples from 2 s after the gateway starts, for SAMPLE_MS: inside the load, which runs 2 s longer on each side. */
+const START_MS = 2_000;
+const SAMPLE_MS = 10_000;
+const LOAD_S = (START_MS + SAMPLE_MS + 2_000) / 1000;
 const stack = await startStack();
 try {
   await fillThroughGateway(stack.gw.url, stack.auth, HIT_ENTITIES);
   const file = join(stack.dir, 'alloc.heapprofile');
-  process.env.ALLOC_PROBE_FILE = file;
-  process.env.ALLOC_PROBE_START_MS = '2000';
-  process.env.ALLOC_PROBE_MS = '10000';
+  Object.assign(process.env, { ALLOC_PROBE_FILE: file, ALLOC_PROBE_START_MS: String(START_MS), ALLOC_PROBE_MS: String(SAMPLE_MS) });
   const gw = await stack.restartGateway(['--import', join(import.meta.dirname, 'lib/alloc-probe.mjs')]);
-  const started = performance.now();
-  const load = await runConstantRate({ url: gw.url, serverPid: gw.pid, rate, durationS: LOAD_S, connections: SETTINGS.connections, paths: randomPaths(HIT_ENTITIES, 10_000)(0), headers: stack.auth });
+  const load = await hitsAtRate(gw.url, gw.pid, rate, LOAD_S, stack.auth);
   while (!existsSync(file)) await new Promise((r) => setTimeout(r, 200));
-  await new Promise((r) => setTimeout(r, 500));
-  const sampledS = 10;
-  const hits = (load.good.length * sampledS) / ((performance.now() - started) / 1000);
+  await new Promise((r) => setTimeout(r, 500)); // written in one call, but not atomically
+  // Answers per second of the load, over the sampled span.
+  const hits = (load.good.length / LOAD_S) * (SAMPLE_MS / 1000);
   const profile = JSON.parse(readFileSync(file, 'utf8')) as { head: Node };
   const bySite = new Map<string, number>();
   let total = 0;

@@ -11,11 +11,10 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { analyze, entryTable } from './lib/cpuprofile.js';
 import { runLoad, SETTINGS } from './lib/load.js';
-import { runConstantRate } from './lib/open-loop.js';
 import type { Section } from './lib/report.js';
 import { fmt } from './lib/stats.js';
 import { startStack } from './lib/stack.js';
-import { fillThroughGateway, HIT_ENTITIES, randomPaths } from './hit.js';
+import { fillThroughGateway, HIT_ENTITIES, hitsAtRate, randomPaths } from './hit.js';
 
 const DURATION_S = 10;
 
@@ -64,7 +63,6 @@ export async function profileBench(): Promise<Section> {
 
 /** The constant-rate load's result in runLoad's terms, for the report. */
 async function constantRate(url: string, serverPid: number, rate: number, headers: Record<string, string>): Promise<{ rps: number; requests: number; non2xx: number; errors: number }> {
-  const paths = randomPaths(HIT_ENTITIES, 10_000)(0);
-  const r = await runConstantRate({ url, serverPid, rate, durationS: DURATION_S, connections: SETTINGS.connections, paths, headers });
+  const r = await hitsAtRate(url, serverPid, rate, DURATION_S, headers);
   return { rps: r.rps, requests: r.good.length, non2xx: 0, errors: r.failed };
 }

@@ -164,8 +164,8 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
 }
 
 /** A baseline server (bench/baseline-server.ts) that answers every request with the given bytes. */
-export async function startBaseline(responseFile: string, mode: 'node' | 'fastify' | `work:${number}` | `logged:${string}` = 'node'): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'baseline-server.ts'), responseFile, mode], {
+export async function startBaseline(responseFile: string, mode: 'node' | 'fastify' | `work:${number}` | `logged:${string}` = 'node', nodeArgs: readonly string[] = []): Promise<Child> {
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench', 'baseline-server.ts'), responseFile, mode], {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: ROOT,
   });
