@@ -53,6 +53,9 @@ export class AnswerWriter {
         // HEAD: node:http sends the headers (Content-Length included) and drops the body.
         // writeHead throws on a header value node refuses (say, a provider request id with a control character).
         res.writeHead(a.status, headers);
+        // A string, not a Buffer: node joins a string body to the head, and a Buffer body's head
+        // is put ahead of a queued pipelined answer's `100 Continue`, splitting head from body
+        // (test/integration/http-fuzz.test.ts's raw exchanges find it).
         res.end(a.body);
       } catch (err) {
         this.deps.logger.error({ err, ...requestFields(requestId, tc) }, 'unhandled error');
