@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { kustomize } from '../helpers/kubectl.js';
 
 /*
- * deploy/kubernetes, read as kustomize would (no cluster or kubectl on the test machines):
- * the properties README "Deploy" promises for a replicated installation — several replicas
- * on the shared backend, probes on the right paths and port, a drain that fits in the grace
- * period, hardening, disruption budget and Service selecting the Deployment's pods, and
- * secrets only in the (example, placeholder) Secret.
+ * deploy/kubernetes as `kubectl apply -k` would send it, rendered by `kubectl kustomize` (no
+ * cluster on the test machines): the properties README "Deploy" promises for a replicated
+ * installation — several replicas on the shared backend, probes on the right paths and port,
+ * a drain that fits in the grace period, hardening, disruption budget and Service selecting the
+ * Deployment's pods, and secrets only in the (example, placeholder) Secret.
  */
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -18,7 +19,7 @@ const readDir = (p: string) => readFileSync(join(DIR, p), 'utf8');
 
 type Obj = Record<string, any>;
 const kustomization = parse(readDir('kustomization.yaml')) as Obj;
-const objects: Obj[] = (kustomization.resources as string[]).flatMap((f) => parseAllDocuments(readDir(f)).map((d) => d.toJS() as Obj));
+const objects: Obj[] = parseAllDocuments(kustomize(DIR)).map((d) => d.toJS() as Obj);
 const only = (kind: string) => {
   const found = objects.filter((o) => o.kind === kind);
   if (found.length !== 1) throw new Error(`kustomization.yaml: ${found.length} ${kind} objects, expected 1`);
@@ -34,6 +35,7 @@ const secret = parse(readDir('secret.example.yaml')) as Obj;
 const job = parse(readDir('migrate-job.yaml')) as Obj;
 const generated = (kustomization.configMapGenerator as Obj[])[0]!;
 const configFile = join(DIR, (generated.files as string[])[0]!);
+const configMap = only('ConfigMap');
 
 /** The configuration a pod starts with: the mounted file, the Secret's keys, the container's env. */
 function podConfig() {
@@ -41,7 +43,10 @@ function podConfig() {
   for (const e of container.env as Obj[]) if (e.value !== undefined) env[e.name] = e.value;
   const mount = (container.volumeMounts as Obj[]).find((m) => env.TOLLGATE_CONFIG!.startsWith(`${m.mountPath}/`))!;
   const volume = (pod.volumes as Obj[]).find((v) => v.name === mount.name)!;
-  expect(volume.configMap.name).toBe(generated.name);
+  // The generated ConfigMap, under its content-hashed name, holds the file as it is in the repository.
+  expect(volume.configMap.name).toBe(configMap.metadata.name);
+  expect(configMap.metadata.name).toMatch(new RegExp(`^${generated.name}-[a-z0-9]{10}$`));
+  expect(configMap.data[(generated.files as string[])[0]!]).toBe(readFileSync(configFile, 'utf8'));
   expect(env.TOLLGATE_CONFIG).toBe(`${mount.mountPath}/${(generated.files as string[])[0]}`);
   return loadConfig({ env, file: configFile });
 }
@@ -50,10 +55,14 @@ const selects = (selector: Record<string, string>) => Object.entries(selector).e
 
 describe('Kubernetes manifests (deploy/kubernetes)', () => {
   it('kustomization: the manifests and the generated config, but never the example Secret', () => {
-    expect(objects.map((o) => o.kind).sort()).toEqual(['Deployment', 'PodDisruptionBudget', 'Service']);
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service']);
     expect(kustomization.resources).not.toContain('secret.example.yaml');
     expect(objects.some((o) => o.kind === 'Secret')).toBe(false);
-    expect(kustomization.images).toEqual([expect.objectContaining({ name: container.image })]);
+    // The image set in kustomization.yaml replaces the manifest's `tollgate`.
+    const image = (kustomization.images as Obj[])[0]!;
+    expect(parse(readDir('deployment.yaml')).spec.template.spec.containers[0].image).toBe(image.name);
+    expect(container.image).toBe(`${image.newName}:${image.newTag}`);
+    for (const o of objects) expect(o.metadata.labels, `${o.kind} ${o.metadata.name}`).toMatchObject({ 'app.kubernetes.io/part-of': 'tollgate' });
   });
 
   it('runs several replicas, rolled one at a time without losing capacity', () => {
