@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DCLinter } from 'dclint';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -45,13 +46,28 @@ function gatewayConfig(vars: Record<string, string>) {
 const flag = (args: string[], name: string) => args[args.indexOf(name) + 1];
 
 describe('docker-compose.yml', () => {
+  it('is a Compose file: the Compose Specification\'s schema and dclint\'s rules (.dclintrc) find nothing', () => {
+    const linter = new DCLinter(parse(read('.dclintrc')));
+    // Typed here: dclint's declarations import their own types without extensions, which NodeNext does not resolve.
+    const results = linter.lintFiles([join(ROOT, 'docker-compose.yml')], false) as Array<{ messages: Array<{ line: number; rule: string; message: string }> }>;
+    const findings = results.flatMap((r) => r.messages.map((m) => `${m.line}: ${m.rule}: ${m.message}`));
+    expect(findings).toEqual([]);
+  });
+
+  it('publishes nginx and Prometheus on loopback unless an address is set, and nothing else', () => {
+    const published = Object.entries(compose.services).flatMap(([name, s]) => ((s.ports ?? []) as string[]).map((p) => `${name} ${interpolate(p, {})}`));
+    expect(published.sort()).toEqual(['lb 127.0.0.1:8080:8080', 'prometheus 127.0.0.1:9090:9090']);
+    expect(interpolate((lb.ports as string[])[0]!, { TOLLGATE_PUBLISH_ADDR: '0.0.0.0' })).toBe('0.0.0.0:8080:8080');
+  });
+
   it('runs at least two gateway replicas from the Dockerfile, reached through one published port', () => {
     expect(gateway.build).toBe('.');
     expect(gateway.deploy.replicas).toBeGreaterThanOrEqual(2);
     // Either would pin the service to one container (a name, or a host port, conflict).
     expect(gateway.container_name).toBeUndefined();
     expect(gateway.ports).toBeUndefined();
-    expect(lb.ports).toEqual(['${TOLLGATE_PUBLISH_PORT:-8080}:8080']);
+    // On loopback unless the operator names an address: a demo stack is not served to the network by default.
+    expect(lb.ports).toEqual(['${TOLLGATE_PUBLISH_ADDR:-127.0.0.1}:${TOLLGATE_PUBLISH_PORT:-8080}:8080']);
     expect(lb.volumes).toContain('./deploy/compose/nginx.conf:/etc/nginx/nginx.conf:ro');
     // `resolve` in an upstream block arrived in nginx 1.27.3.
     const [major, minor] = /^nginx:(\d+)\.(\d+)/.exec(lb.image)!.slice(1).map(Number) as [number, number];
