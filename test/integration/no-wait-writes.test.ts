@@ -53,6 +53,19 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   throw new Error(`never happened: ${what}`);
 }
 
+/**
+ * Resolves once `cond` holds, looking every `everyMs` on a timer: for what waits on another
+ * process (the simulator's latency), which a few thousand event-loop turns may not outlast.
+ * Bounded too, so a provider that never charges fails the test with its name.
+ */
+async function untilPolled(cond: () => boolean, what: string, everyMs: number, limitMs = 10_000): Promise<void> {
+  const deadline = performance.now() + limitMs;
+  while (!cond()) {
+    if (performance.now() > deadline) throw new Error(`never happened within ${limitMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 /** Holds tollgate.db's write lock from the other connection until the returned release(), which says when. */
 function hold(db = other): () => number {
   if (db.inTransaction) db.exec('COMMIT');
@@ -112,7 +125,7 @@ describe('tollgate.db write lock held by another connection while a miss writes'
     // Released on order, not after a fixed time (a hit slower than that on a loaded machine
     // failed the test): once the hit is answered and the provider has charged the miss.
     const hit = await timed(HIT);
-    while (s.sim.creditsCharged() === chargedBefore) await new Promise((r) => setTimeout(r, 5));
+    await untilPolled(() => s.sim.creditsCharged() !== chargedBefore, 'the provider charged the miss', 5);
     await new Promise((r) => setTimeout(r, 30)); // the answer reaches the gateway; its row meets the lock
     expect(answered).toBe(false);
     const releasedAt = release();
@@ -172,7 +185,7 @@ describe('tollgate.db write lock held by another connection while a miss writes'
     const release = hold(otherCache);
     // Released on order, well within the 100 ms budget: once the hit is answered and the provider has charged the miss.
     const hit = await timed(HIT);
-    while (s.sim.creditsCharged() === chargedBefore) await new Promise((r) => setTimeout(r, 2));
+    await untilPolled(() => s.sim.creditsCharged() !== chargedBefore, 'the provider charged the miss', 2);
     await new Promise((r) => setTimeout(r, 5));
     const releasedAt = release();
     const { r, at } = await miss;
