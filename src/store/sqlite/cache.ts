@@ -60,6 +60,8 @@ export class CacheStore implements ResponseCache {
   private readonly eviction: CacheEviction;
   private readonly purger: CachePurger;
   private readonly steps: { rows: number; budgetMs: number };
+  /** put's transaction, made once: better-sqlite3's transaction() builds four wrappers per call (~10 µs a miss). */
+  private readonly writeEntry: (e: NewEntry, size: number) => number;
 
   constructor(
     private readonly db: DB,
@@ -71,6 +73,16 @@ export class CacheStore implements ResponseCache {
     this.steps = opts.maintenanceStep ?? MAINTENANCE_STEP;
     this.stmts = prepareCacheStatements(db);
     this.counters = new CacheCounters(db);
+    // IMMEDIATE: the write lock is taken up front. A deferred transaction that reads first and
+    // then writes cannot wait for a lock another connection holds (SQLite skips the busy handler
+    // on that upgrade, to avoid a deadlock): it failed at once with SQLITE_BUSY.
+    this.writeEntry = db.transaction((e: NewEntry, size: number): number => {
+      const oldSize = this.stmts.old.get(e.key);
+      const rowid = this.stmts.put.get({ ...e, size })!;
+      this.stmts.accessPut.run(rowid, e.storedAt);
+      this.counters.addSize(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
+      return rowid;
+    }).immediate;
     this.hitWriter = new HitCountWriter(db, this.counters, this.counts);
     this.eviction = new CacheEviction(db, this.counters, this.counts, this.hot);
     this.purger = new CachePurger(db, this.counters, this.counts, this.hot);
@@ -104,17 +116,7 @@ export class CacheStore implements ResponseCache {
     // Bytes of the stored text plus a fixed allowance for the row's other columns and index entries.
     const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
     const size = text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
-    // IMMEDIATE: the write lock is taken up front. A deferred transaction that reads first and
-    // then writes cannot wait for a lock another connection holds (SQLite skips the busy handler
-    // on that upgrade, to avoid a deadlock): it failed at once with SQLITE_BUSY.
-    const write = this.db.transaction(() => {
-      const oldSize = this.stmts.old.get(e.key);
-      const rowid = this.stmts.put.get({ ...e, size })!;
-      this.stmts.accessPut.run(rowid, e.storedAt);
-      this.counters.addSize(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
-      return rowid;
-    }).immediate;
-    const rowid = run(write);
+    const rowid = run(() => this.writeEntry(e, size));
     if (!isPromise(rowid)) return this.hot.put(entryOf(e, size, rowid));
     return rowid.then((r) => this.hot.put(entryOf(e, size, r)));
   }
