@@ -26,16 +26,22 @@ export interface FetchResult {
   /** Provider meta without `cached` and `credits_used`. */
   readonly metaText: string | null;
   readonly providerCached: boolean;
-  readonly credits: number;
+  /** What the provider reported charging; null when its answer did not say (see creditsOf). */
+  readonly credits: number | null;
   readonly stored: boolean;
   /** Another replica's call, read back from the shared cache: no call of this process, no upstream time or id. */
   readonly fromCache: boolean;
 }
 
-/** Integer credits from a provider meta; anything else counts as 0 rather than poisoning sums. */
-export function creditsOf(meta: Record<string, unknown>): number {
+/**
+ * The credits a provider meta reports charging; null when it reports none that can be read
+ * (absent, or not a non-negative integer). Spec §8.3 says every success reports them; a 2xx
+ * that does not is still a lookup the provider performed and may well have billed, so its
+ * leader is charged the reservation's estimate, unsettled (frame.ts chargeReservation), never 0.
+ */
+export function creditsOf(meta: Record<string, unknown>): number | null {
   const c = meta.credits_used;
-  return typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 ? c : 0;
+  return typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 ? c : null;
 }
 
 /**
@@ -101,7 +107,8 @@ export class Fetcher {
         errorCode: null,
         errorMessage: null,
         freshAsOf: freshAsOfAnswer(cached, fwd, now),
-        credits,
+        // What each later hit saves; unknown counts as nothing saved rather than a guess.
+        credits: credits ?? 0,
       });
       return { outcome, dataText, metaText, providerCached: cached === true, credits, stored, fromCache: false };
     }

@@ -56,12 +56,15 @@ export function passthrough(deps: PassthroughDeps, call: PassthroughCall, trace:
   });
 }
 
-/** `meta.credits_used` of a JSON answer; 0 when absent or not a count. */
-export function creditsReported(text: string): number {
+/**
+ * `meta.credits_used` of a 2xx JSON answer; null when the answer does not say what it charged
+ * (not JSON after all, no `meta`, or no count in it): the caller charges the estimate, unsettled.
+ */
+export function creditsReported(text: string): number | null {
   try {
     const body = JSON.parse(text) as { meta?: unknown };
-    return body && typeof body.meta === 'object' && body.meta !== null ? creditsOf(body.meta as Record<string, unknown>) : 0;
+    return body && typeof body.meta === 'object' && body.meta !== null ? creditsOf(body.meta as Record<string, unknown>) : null;
   } catch {
-    return 0;
+    return null;
   }
 }

@@ -128,7 +128,7 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
         return refusedAnswer(deps, miss, refused, trace);
       }
       const origin = { requestId, traceContext: miss.traceContext };
-      const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, origin, settleNow && settleWhenAnswered(settleNow, trace));
+      const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, origin, settleNow && settleWhenAnswered(deps, requestId, settleNow, trace));
       return answerFetched(deps, miss, result, true, trace);
     } finally {
       // The answer is stored (or the call failed, or was refused): the replicas waiting for it go on.
@@ -145,14 +145,16 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
  * after it. Failures are settled by the frame, after the answer (a stale fallback or a charge
  * of the estimate) is decided.
  */
-function settleWhenAnswered(settleNow: SettleNow, trace: LookupTrace): (o: UpstreamOutcome) => void {
+function settleWhenAnswered(deps: LookupDeps, requestId: string, settleNow: SettleNow, trace: LookupTrace): (o: UpstreamOutcome) => void {
   return (outcome) => {
     if (!outcome.ok) return;
     trace.upstreamMs = outcome.ms;
     trace.upstreamRequestId = outcome.upstreamRequestId;
-    trace.creditsUsed = creditsOf(outcome.meta);
     trace.creditsSaved = 0;
-    settleNow({ status: 200, code: null, credits: trace.creditsUsed, unsettled: false });
+    const reported = creditsOf(outcome.meta);
+    if (reported === null) chargeReservation(deps.accounting, requestId, trace);
+    else trace.creditsUsed = reported;
+    settleNow({ status: 200, code: null, credits: trace.creditsUsed ?? 0, unsettled: reported === null });
   };
 }
 
@@ -197,9 +199,11 @@ function answerFetched(deps: LookupDeps, miss: Miss, result: FetchResult, leader
   const fwd = { reason: miss.decision.reason, stored: result.stored, collapsed: !leader };
 
   if (outcome.ok) {
-    const credits = leader ? result.credits : 0;
+    // A charge the provider did not report is the estimate, unsettled (settleWhenAnswered may have charged it already).
+    if (leader && result.credits === null && !trace.unsettled) chargeReservation(deps.accounting, requestId, trace);
+    const credits = leader ? (result.credits ?? trace.creditsUsed ?? 0) : 0;
     trace.creditsUsed = credits;
-    trace.creditsSaved = leader ? 0 : result.credits;
+    trace.creditsSaved = leader ? 0 : (result.credits ?? 0);
     return forwardAnswer(fwd, requestId, result.dataText!, result.metaText!, result.providerCached, credits, extra);
   }
   if (leader && outcome.maybeCharged) chargeReservation(deps.accounting, requestId, trace);

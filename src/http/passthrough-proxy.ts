@@ -148,7 +148,10 @@ export function passthroughProxy(config: Readonly<Config>, deps: { readonly acco
           chargeReservation(deps.accounting, requestId, trace);
           return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
         }
-        trace.creditsUsed = creditsReported(text);
+        const reported = creditsReported(text);
+        // A 2xx the provider performed without saying what it charged: the estimate, unsettled.
+        if (reported === null) chargeReservation(deps.accounting, requestId, trace);
+        else trace.creditsUsed = reported;
         // Sent as the provider wrote it: the request id is swapped as text by the caller (withRequestId),
         // never by parsing and serializing, which would round integers beyond 2^53.
         done({ status, headers, body: scrubText(text, apiKey!) }, true);

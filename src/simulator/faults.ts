@@ -90,6 +90,7 @@ function parseFault(x: Record<string, unknown>): Fault | string {
       return nonNegInt(x.bytes) ? { kind: 'huge', bytes: x.bytes } : 'fault.bytes must be an integer ≥ 0';
     case 'malformed':
     case 'bad-envelope':
+    case 'unreported-credits':
     case 'reset':
     case 'hang':
       return { kind: x.kind };

@@ -14,7 +14,7 @@ import { errorAnswer, handleApi, type Answer, type ApiContext } from './handler.
 import { SimCache } from './lookup.js';
 import { FixedWindow, UNLIMITED } from './ratelimit.js';
 import { DEFAULT_API_KEY, DEFAULT_CREDITS, type FaultRule, type SimCall, type SimStats, type Simulator, type SimulatorOptions } from './types.js';
-import { padded, replacementBody, Timers, writeAnswer } from './wire.js';
+import { padded, replacementBody, Timers, withoutCreditsUsed, writeAnswer } from './wire.js';
 
 /** Balance reported by GET /v1/credits before any charge. */
 export const INITIAL_CREDIT_BALANCE = 1_000_000;
@@ -153,6 +153,7 @@ export class SimServer implements Simulator {
     else if (replaced !== undefined) answer = { status: 200, headers: {}, body: replaced, credits: 0 };
     else answer = handleApi(call, requestId, this.apiContext(call.path, call.query));
     if (fault?.kind === 'huge') answer = padded(answer, fault.bytes);
+    if (fault?.kind === 'unreported-credits') answer = withoutCreditsUsed(answer);
     // Billed when performed, like a real provider: a client that hangs up before the answer
     // arrives (a gateway deadline, a crash) has still spent the credits.
     if (answer.status >= 200 && answer.status < 300) this.charged += answer.credits;

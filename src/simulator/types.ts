@@ -23,6 +23,8 @@ export type Fault =
   | { kind: 'latency'; ms: number }
   | { kind: 'malformed' }
   | { kind: 'bad-envelope' }
+  /** A normal answer, charged as usual, whose meta does not say so (no `credits_used`): a provider breaking spec §8.3. */
+  | { kind: 'unreported-credits' }
   | { kind: 'reset' }
   | { kind: 'hang' }
   | { kind: 'slow-body'; ms: number }

@@ -47,6 +47,13 @@ export function replacementBody(fault: Fault, requestId: string): string | undef
   return undefined;
 }
 
+/** A 2xx envelope without `meta.credits_used`: what it charged goes unsaid. */
+export function withoutCreditsUsed(answer: Answer): Answer {
+  if (typeof answer.body === 'string' || answer.status >= 300) return answer;
+  const { credits_used: _unsaid, ...meta } = answer.body.meta as Record<string, unknown>;
+  return { ...answer, body: { ...answer.body, meta } };
+}
+
 /** Pads a valid 2xx envelope to about `bytes` with a field clients must ignore. */
 export function padded(answer: Answer, bytes: number): Answer {
   if (typeof answer.body === 'string' || answer.status >= 300) return answer;
