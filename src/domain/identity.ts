@@ -21,6 +21,12 @@ const SAME_SITE_SUB = /^(?:www|m|mobile|[a-z]{2}|[a-z]{2}-[a-z]{2})$/;
 const MEMBER_ID = /^AC[ow]AA/;
 /** Characters that never belong in a decoded slug. */
 const BAD_SLUG = /[\s/?#\\\u0000-\u001f\u007f]/u;
+/**
+ * Characters the URL parser would drop or rewrite before BAD_SLUG could see them (WHATWG URL
+ * removes tabs and newlines anywhere and control characters at the ends, and reads `\` as `/`):
+ * `/in/jane%0A-doe` would become jane-doe's page, which the provider takes for another member.
+ */
+const REWRITTEN_BY_PARSER = /[\u0000-\u001f\u007f\\]/u;
 const MAX_URL_CHARS = 2048;
 /**
  * The longest canonical path (percent-encoded) that is keyed and forwarded. A longer one is
@@ -38,6 +44,7 @@ export function canonicalUrl(input: string, kind: EntityKind, domain: string): U
   const raw = input.trim();
   if (raw.length === 0) return { ok: false, reason: 'empty' };
   if (raw.length > MAX_URL_CHARS) return { ok: false, reason: 'too long' };
+  if (REWRITTEN_BY_PARSER.test(raw)) return { ok: false, reason: 'characters' };
   const scheme = SCHEME.exec(raw);
   if (scheme && !/^https?$/i.test(scheme[1]!)) return { ok: false, reason: 'scheme' };
   let url: URL;

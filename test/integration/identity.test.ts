@@ -64,3 +64,21 @@ describe('issue #11 §2: two people behind /pub/ URLs never share one cache entr
     expect(r.json.error.request_id).toBe(r.headers['x-request-id']);
   });
 });
+
+describe('a URL the URL parser would rewrite into another member\'s page is refused, not answered with it', () => {
+  it.each([
+    ['a newline inside the slug', 'https://www.linkedin.com/in/jane\n-doe'],
+    ['a tab and a carriage return inside it', 'https://www.linkedin.com/in/ja\tne-d\roe'],
+    ['a trailing NUL', 'https://www.linkedin.com/in/jane-doe\u0000'],
+    ['a backslash (read as /, then a dropped sub-page)', 'https://www.linkedin.com/in/jane-doe\\x'],
+  ])('%s: 400 INVALID_NETWORK_URL while jane-doe is cached', async (_what, url) => {
+    const cached = await s.get(profile('https://www.linkedin.com/in/jane-doe'));
+    expect(cached.json.data.public_identifier).toBe('jane-doe');
+    const calls = s.sim.callCount();
+    const r = await s.get(profile(url));
+    expect(r.status).toBe(400); // was 200, a HIT with jane-doe's data
+    expect(r.json.error.code).toBe('INVALID_NETWORK_URL');
+    expect(r.json.error.request_id).toBe(r.headers['x-request-id']);
+    expect(s.sim.callCount()).toBe(calls);
+  });
+});

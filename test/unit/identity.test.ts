@@ -126,6 +126,15 @@ describe('canonicalUrl: invalid URLs', () => {
     'https://www.linkedin.com/in/a%20b',
     'https://www.linkedin.com/in/%00',
     'https://www.linkedin.com/in/' + 'a'.repeat(3000),
+    // What the URL parser would drop or rewrite, leaving another member's page (jane-doe's):
+    'https://www.linkedin.com/in/jane\n-doe',
+    'https://www.linkedin.com/in/ja\tne-d\roe',
+    'https://www.linkedin.com/in/jane-doe\u0000',
+    '\u0001https://www.linkedin.com/in/jane-doe',
+    'https://www.linkedin.com/in/jane-doe\\x',
+    'https://www.linkedin.com\\in\\jane-doe',
+    'https://www.link\nedin.com/in/jane-doe',
+    'https://www.linkedin.com/in/jane-doe\u007f',
   ])('%j is refused', (input) => {
     expect(canonicalUrl(input, 'profile', D).ok).toBe(false);
   });
