@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ADMIN_API_ACTOR, CLI_ACTOR } from './domain/audit.js';
 import { trustedProxies } from './domain/trusted-proxies.js';
+import { DEFAULT_NETWORK_DOMAIN } from './domain/identity.js';
 import { LimitsSchemas } from './config-limits.js';
 import { NotificationsSchema } from './config-notifications.js';
 
@@ -170,7 +171,7 @@ export const ConfigSchema = z.strictObject({
       domain: z
         .string()
         .regex(/^[a-z0-9-]+(\.[a-z0-9-]+)+$/, 'must be a lowercase domain like example.com')
-        .default('linkedin.com'),
+        .default(DEFAULT_NETWORK_DOMAIN),
     })
     .prefault({}),
   upstream: UpstreamSchema.prefault({}),

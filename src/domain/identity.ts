@@ -12,6 +12,9 @@ export interface UrlIdentity {
   readonly url: string;
 }
 
+/** The network whose URLs are looked up when config network.domain is not set. */
+export const DEFAULT_NETWORK_DOMAIN = 'linkedin.com';
+
 export type UrlParse = { ok: true; identity: UrlIdentity } | { ok: false; reason: string };
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;

@@ -37,7 +37,7 @@ export async function migrateSharedSchema(config: Readonly<Config>): Promise<{ l
 export async function migrateEmbeddedData(config: Readonly<Config>, opts: { from: string; cache: boolean }): Promise<CopyReport> {
   const url = databaseUrl(config);
   const to = databaseLocation(url);
-  const source = openSqliteExport(opts.from, { cache: opts.cache, upstreamUrl: config.upstream.url });
+  const source = openSqliteExport(opts.from, { cache: opts.cache, upstreamUrl: config.upstream.url, networkDomain: config.network.domain });
   try {
     return await withMigratedDatabase(url, async (pool, schema) => {
       // Read before the copy commits, so that nothing can fail after it.

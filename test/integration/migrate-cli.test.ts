@@ -102,7 +102,7 @@ describe('tollgate migrate-data refuses', () => {
     await stack.app.close();
     const elsewhere = await runCli(['migrate-data', '--from', stack.dataDir, '--cache'], { ...env, TOLLGATE_UPSTREAM_URL: 'https://api.example.com' });
     expect(elsewhere.code).toBe(1);
-    expect(elsewhere.stderr).toContain(`cache.db holds answers from ${stack.sim.url}, not from https://api.example.com (upstream.url)`);
+    expect(elsewhere.stderr).toContain(`cache.db holds answers from ${stack.sim.url}, not from https://api.example.com (upstream.url, network.domain)`);
 
     const ok = await runCli(['migrate-data', '--from', stack.dataDir, '--cache', '--json'], withUpstream);
     expect(ok.code, ok.stderr).toBe(0);

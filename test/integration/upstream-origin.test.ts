@@ -29,9 +29,9 @@ function dataDir(): string {
 }
 
 /** A gateway on `dir` in front of `upstreamUrl`; its log lines and one key. */
-async function gateway(dir: string, upstreamUrl: string) {
+async function gateway(dir: string, upstreamUrl: string, network?: { domain: string }) {
   const logs: string[] = [];
-  const config = validateConfig({ dataDir: dir, logLevel: 'info', server: { host: '127.0.0.1', port: 0 }, upstream: { url: upstreamUrl, apiKey: SIM_KEY } });
+  const config = validateConfig({ dataDir: dir, logLevel: 'info', server: { host: '127.0.0.1', port: 0 }, upstream: { url: upstreamUrl, apiKey: SIM_KEY }, ...(network && { network }) });
   const app: App = createApp(config, { logDestination: lineSink(logs) });
   cleanups.push(() => app.close());
   const url = await app.listen();
@@ -78,6 +78,24 @@ describe('a cache entry is only served for the upstream it came from', () => {
     expect((await second.get(PROFILE)).cache).toBe('HIT');
     expect(a.callCount('/v1/profile')).toBe(1);
     await second.app.close();
+  });
+
+  it('the same provider asked about another network (network.domain changed): the old entries are not served', async () => {
+    const dir = dataDir();
+    const a = await sim();
+    const first = await gateway(dir, a.url);
+    await first.get(PROFILE);
+    expect((await first.get(PROFILE)).cache).toBe('HIT');
+    await first.app.close();
+    // /in/x and person.id=77 name other members on another network: nothing of the first is true of it.
+    const other = await gateway(dir, a.url, { domain: 'example.org' });
+    expect((await other.get(PROFILE)).cache).toBe('MISS'); // was HIT: the first network's member
+    expect(other.logs.join('\n')).toMatch(/not from http:\/\/127\.0\.0\.1:\d+ \(network example\.org\); moved aside/);
+    await other.app.close();
+    // Back on the default network, the file of the other one is moved aside in turn.
+    const back = await gateway(dir, a.url);
+    expect((await back.get(PROFILE)).cache).toBe('MISS');
+    await back.app.close();
   });
 
   it('a cache.db whose upstream was never recorded (from before the record) is moved aside', async () => {

@@ -2,7 +2,7 @@ import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { StorageLog } from '../backend.js';
-import { checkCacheOrigin, recordCacheOrigin, upstreamIdentity } from './cache-origin.js';
+import { cacheOriginIdentity, checkCacheOrigin, recordCacheOrigin } from './cache-origin.js';
 import { CACHE_MIGRATIONS } from './cache-schema.js';
 import { openDatabase, type DB, type OpenOptions } from './db.js';
 
@@ -33,7 +33,7 @@ export function openCacheDb(config: Readonly<Config>, log?: StorageLog, opts?: O
  * operator who changed the URL by mistake can change it back and move the file back.
  */
 export function openServingCacheDb(config: Readonly<Config>, upstreamUrl: string, log: StorageLog | undefined, opts?: OpenOptions): DB {
-  const identity = upstreamIdentity(upstreamUrl);
+  const identity = cacheOriginIdentity(upstreamUrl, config.network.domain);
   let db = openCacheDb(config, log, opts);
   const check = checkCacheOrigin(db, identity);
   if (!check.ok) {

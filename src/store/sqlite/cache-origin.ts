@@ -1,3 +1,4 @@
+import { DEFAULT_NETWORK_DOMAIN } from '../../domain/identity.js';
 import type { DB } from './db.js';
 
 /**
@@ -11,6 +12,18 @@ import type { DB } from './db.js';
 export function upstreamIdentity(url: string): string {
   const u = new URL(url);
   return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`;
+}
+
+/**
+ * What a cache.db's entries are true of: the upstream, and the network whose URLs key them
+ * (config network.domain) when it is not the default. URL identities are keyed by path
+ * (`/in/x`), and ids are the network's own, so the same provider asked about another network
+ * answers for other members. The default network adds nothing, so that files recorded before
+ * the network was part of the record keep their entries.
+ */
+export function cacheOriginIdentity(upstreamUrl: string, networkDomain: string): string {
+  const upstream = upstreamIdentity(upstreamUrl);
+  return networkDomain === DEFAULT_NETWORK_DOMAIN ? upstream : `${upstream} (network ${networkDomain})`;
 }
 
 export type OriginCheck =

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { StartupError, StorageMissing } from '../../domain/startup-error.js';
 import type { InstallationSource } from '../transfer.js';
-import { upstreamIdentity } from './cache-origin.js';
+import { cacheOriginIdentity } from './cache-origin.js';
 import { CACHE_MIGRATIONS } from './cache-schema.js';
 import type { DB } from './db.js';
 import { InstallationReader } from './export-reader.js';
@@ -19,6 +19,8 @@ export interface ExportOptions {
   readonly cache: boolean;
   /** The upstream the target will serve: cache.db's answers must have come from it (see cache-origin.ts). */
   readonly upstreamUrl: string | null;
+  /** The network the target will look up (config network.domain): the entries must be of it too. */
+  readonly networkDomain: string;
 }
 
 /**
@@ -38,7 +40,7 @@ export function openSqliteExport(dataDir: string, opts: ExportOptions): SqliteEx
   try {
     const cacheDb = opts.cache ? openExclusively(join(dataDir, 'cache.db'), 'cache', CACHE_MIGRATIONS.length, 'cache stats') : null;
     try {
-      if (cacheDb) checkOrigin(cacheDb, opts.upstreamUrl);
+      if (cacheDb) checkOrigin(cacheDb, opts.upstreamUrl, opts.networkDomain);
     } catch (err) {
       cacheDb?.close();
       throw err;
@@ -82,14 +84,14 @@ function openExclusively(file: string, part: 'main' | 'cache', version: number, 
  * it: answers of another upstream (the simulator's synthetic profiles, a staging provider)
  * must not be carried into it.
  */
-function checkOrigin(db: DB, upstreamUrl: string | null): void {
+function checkOrigin(db: DB, upstreamUrl: string | null, networkDomain: string): void {
   if (db.prepare('SELECT 1 FROM entries LIMIT 1').get() === undefined) return;
   const recorded = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE name = 'upstream'").get()?.value ?? null;
-  const target = upstreamUrl === null ? null : upstreamIdentity(upstreamUrl);
+  const target = upstreamUrl === null ? null : cacheOriginIdentity(upstreamUrl, networkDomain);
   if (recorded !== null && recorded === target) return;
   throw new StartupError(
     `${db.name} holds answers from ${recorded ?? 'an unrecorded upstream'}, ` +
-      `${target === null ? 'and upstream.url is not set' : `not from ${target} (upstream.url)`}: they are not copied; drop --cache or set upstream.url to that provider`,
+      `${target === null ? 'and upstream.url is not set' : `not from ${target} (upstream.url, network.domain)`}: they are not copied; drop --cache or set upstream.url (and network.domain) to those they came from`,
   );
 }
 
