@@ -123,13 +123,24 @@ function readYaml(file: string): Tree {
   }
   let doc: unknown;
   try {
-    doc = parseYaml(text);
+    // Without the yaml package's code frames: they quote the offending lines, which may hold
+    // upstream.apiKey or adminToken, into `config check`, `serve`'s stderr and from there the
+    // logs. Its warnings (printed with a frame too) are not printed; the line number stays.
+    doc = parseYaml(text, { prettyErrors: false, logLevel: 'error' });
   } catch (err) {
-    throw new ConfigError(`Config file ${file} is not valid YAML: ${(err as Error).message}`);
+    throw new ConfigError(`Config file ${file} is not valid YAML: ${yamlProblem(err, text)}`);
   }
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`Config file ${file} must be a mapping`);
   return doc as Tree;
+}
+
+/** A YAML error's own words and its line, never the text around it. */
+function yamlProblem(err: unknown, text: string): string {
+  const { message, pos } = err as { message?: unknown; pos?: unknown };
+  const what = typeof message === 'string' ? message.split('\n')[0]! : 'unreadable';
+  const at = Array.isArray(pos) && typeof pos[0] === 'number' ? ` (line ${text.slice(0, pos[0]).split('\n').length})` : '';
+  return what + at;
 }
 
 /** The paths a file sets: its leaves, where a list or a null (or an unknown key's value) is one leaf. */

@@ -124,3 +124,32 @@ describe('serve with an unknown TOLLGATE_ variable', () => {
     }
   });
 });
+
+describe('a config file that is not valid YAML', () => {
+  it.each([
+    ['an indentation slip', `upstream:\n  url: http://127.0.0.1:1\n  apiKey: ${PROVIDER_KEY}\n   budget: 5\n`, 3],
+    ['a duplicate key', `upstream:\n  url: http://127.0.0.1:1\n  apiKey: ${PROVIDER_KEY}\n  apiKey: ${PROVIDER_KEY}\n`, 4],
+    // The parser meets the missing quote at the end of the file.
+    ['an unclosed quote', `adminToken: "${ADMIN_TOKEN}\nupstream:\n  apiKey: ${PROVIDER_KEY}\n`, 4],
+  ])('%s: named with its line, the secrets beside it never printed (config check, --json, serve)', async (_what, yaml, line) => {
+    const file = join(dir, 'broken.yaml');
+    writeFileSync(file, yaml);
+    for (const args of [['config', 'check'], ['config', 'check', '--json'], ['serve']]) {
+      const r = await runCli(['--config', file, ...args], clean);
+      expect(r.code, args.join(' ')).toBe(2);
+      const out = r.stdout + r.stderr;
+      expect(out).toContain('is not valid YAML');
+      expect(out).toContain(`(line ${line})`);
+      expect(out).not.toContain(PROVIDER_KEY);
+      expect(out).not.toContain(ADMIN_TOKEN);
+    }
+  });
+
+  it('a YAML warning (an unresolved tag on the key) prints nothing of it', async () => {
+    const file = join(dir, 'tagged.yaml');
+    writeFileSync(file, `upstream:\n  url: http://127.0.0.1:1\n  apiKey: !secret ${PROVIDER_KEY}\n`);
+    const r = await runCli(['--config', file, 'config', 'check'], clean);
+    expect(r.code).toBe(0);
+    expect(r.stdout + r.stderr).not.toContain(PROVIDER_KEY);
+  });
+});
