@@ -1,8 +1,9 @@
 import { Pool } from 'undici';
 import { formatTraceparent } from '../domain/trace-context.js';
+import { scrubText } from './scrub.js';
 import type { UpstreamCall, UpstreamSettings } from './types.js';
 
-/** One HTTP attempt's raw result, before classification. Never carries the key. */
+/** One HTTP attempt's raw result, before classification. Never carries the key, even one the provider echoed. */
 export type AttemptResult =
   | {
       readonly type: 'response';
@@ -81,12 +82,15 @@ export class ProviderHttp {
         signal,
       });
       status = res.statusCode;
-      upstreamRequestId = headerValue(res.headers['x-request-id']);
+      // What the provider sends back goes to clients, logs, the ledger and the cache: a provider
+      // (or a proxy before it) that echoes the Authorization header must not hand the key on.
+      const rid = headerValue(res.headers['x-request-id']);
+      upstreamRequestId = rid === undefined ? undefined : scrubText(rid, this.settings.apiKey);
       const read = await readCapped(res.body, headerValue(res.headers['content-length']), this.settings.maxResponseBytes);
       return {
         type: 'response',
         status,
-        body: read.text,
+        body: read.text === null ? null : scrubText(read.text, this.settings.apiKey),
         tooLarge: read.tooLarge,
         retryAfter: headerValue(res.headers['retry-after']),
         upstreamRequestId,
