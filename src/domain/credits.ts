@@ -95,6 +95,21 @@ export function refusingBudget(states: readonly BudgetState[], estimate: number)
   return refusing;
 }
 
+/**
+ * Of every scope's budgets (the key's, its team's, the provider's), the one that refuses with
+ * the longest reset, and its scope; null to admit. The longest, not the first found: a refusal's
+ * Retry-After must be long enough that waiting it out is not refused again by another budget,
+ * and it is what X-Credits-Reset says (creditHeaders).
+ */
+export function refusingScope(scopes: readonly string[], states: readonly (readonly BudgetState[])[], estimate: number): { scope: string; state: BudgetState } | null {
+  let found: { scope: string; state: BudgetState } | null = null;
+  for (let i = 0; i < scopes.length; i++) {
+    const state = refusingBudget(states[i]!, estimate);
+    if (state && (!found || state.reset > found.state.reset)) found = { scope: scopes[i]!, state };
+  }
+  return found;
+}
+
 /** Fewest remaining; on a tie the longest reset, because that is how long a client at 0 must wait. */
 function tightest(states: readonly BudgetState[]): BudgetState {
   let m = states[0]!;

@@ -45,6 +45,8 @@ export function creditsContract(factory: BackendFactory): void {
     it.each([
       ['both scopes refuse: the first in order wins', [b(5, 'day')], [b(5, 'day')], 6, 'key_a', 'day'],
       ['only the provider refuses', [b(100, 'day')], [b(5, 'month')], 6, PROVIDER_SCOPE, 'month'],
+      // Its reset is the refusal's Retry-After: waiting out the key's day alone would be refused again.
+      ['both scopes refuse: the one renewing last, whichever scope it is', [b(5, 'day')], [b(5, 'month')], 6, PROVIDER_SCOPE, 'month'],
       ['two budgets of a scope refuse: the one renewing last', [b(5, 'day'), b(5, 'month')], [], 6, 'key_a', 'month'],
       ['an estimate of 0 still needs one credit of headroom', [b(0, 'day')], [], 0, 'key_a', 'day'],
     ] as const)('tryReserve refuses, reserving nothing: %s', async (_, key, provider, estimate, scope, period) => {

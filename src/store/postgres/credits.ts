@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { budgetState, PERIODS, periodStart, PROVIDER_SCOPE, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
+import { budgetState, PERIODS, periodStart, PROVIDER_SCOPE, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
 import type { Reservation } from '../../domain/ledger.js';
 import { TEAM_SCOPE_PREFIX } from '../../domain/teams.js';
 import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
@@ -109,12 +109,13 @@ export class PgCredits implements Credits {
         : await inTransaction(this.pool, async (client) => {
             // In one order whatever the caller's, so that two reservations never wait on each other.
             await client.query('SELECT pg_advisory_xact_lock($1, hashtext(s)) FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) ORDER BY i', [SCOPE_LOCK, locked]);
-            const states = await statesIn(client, limits, r.ts);
-            for (let i = 0; i < limits.length; i++) {
-              const state = refusingBudget(states[i]!, r.estimate);
-              // Nothing written: the transaction's end only lets the locks go.
-              if (state) return { scope: limits[i]!.scope, state };
-            }
+            const refusing = refusingScope(
+              limits.map((l) => l.scope),
+              await statesIn(client, limits, r.ts),
+              r.estimate,
+            );
+            // Nothing written: the transaction's end only lets the locks go.
+            if (refusing) return refusing;
             await client.query(INSERT_RESERVATION, row);
             return null;
           });

@@ -1,4 +1,4 @@
-import { budgetState, PERIODS, periodStart, refusingBudget, type BudgetState, type Period } from '../../domain/credits.js';
+import { budgetState, PERIODS, periodStart, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
 import { isPromise, type Credits, type MaybePromise, type RefusingBudget, type ScopeBudgets } from '../ports.js';
 import { teamScope } from '../../domain/teams.js';
 import type { Reservation } from '../../domain/ledger.js';
@@ -123,11 +123,12 @@ export class BudgetStore implements Credits {
    * each other's reservations, so a budget is never oversubscribed by estimates.
    */
   tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): MaybePromise<RefusingBudget | null> {
-    const states = this.states(limits, r.ts);
-    for (let i = 0; i < limits.length; i++) {
-      const state = refusingBudget(states[i]!, r.estimate);
-      if (state) return { scope: limits[i]!.scope, state };
-    }
+    const refused = refusingScope(
+      limits.map((l) => l.scope),
+      this.states(limits, r.ts),
+      r.estimate,
+    );
+    if (refused) return refused;
     const written = this.reserveNoWait(
       r,
       limits.map((l) => l.scope),
