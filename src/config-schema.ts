@@ -52,7 +52,7 @@ const UpstreamSchema = z.strictObject({
       failureRatePercent: z.number().int().min(1).max(100).default(50),
       minimumEntities: z.number().int().min(1).default(5),
       cooldownMs: ms.default(30_000),
-      halfOpenProbes: z.number().int().min(1).max(100).default(3),
+      halfOpenProbes: z.number().int().min(1).max(100).default(5),
     })
     .prefault({}),
   maxConcurrency: z.number().int().min(1).max(1024).default(32),

@@ -160,13 +160,18 @@ export class CircuitBreaker {
   /**
    * A probe round decides as soon as its outcome is certain: enough failures (over distinct
    * entities: one entity failing again says nothing new) re-open, enough successes close.
+   * Enough failures means the failure rate of the probes and, as when closed, as many distinct
+   * entities as minimumEntities (or every probe, when there are fewer probes): otherwise a
+   * team's few entities the provider keeps failing on would take every probe after an outage
+   * and hold the breaker open for everyone, which they can never open by themselves.
    */
   private settleProbe(verdict: BreakerVerdict, entity: string): void {
     const r = this.round;
     r.out--;
     if (verdict === 'ignore' || (verdict === 'failure' && r.failedEntities.has(entity))) return;
     r.out++; // a decided probe keeps its slot
-    const needed = Math.max(1, Math.ceil((this.probes() * this.opts.failureRatePercent) / 100));
+    const byRate = Math.ceil((this.probes() * this.opts.failureRatePercent) / 100);
+    const needed = Math.max(1, byRate, Math.min(this.opts.minimumEntities, this.probes()));
     if (verdict === 'success') r.successes++;
     else r.failedEntities.add(entity);
     if (r.failedEntities.size >= needed) this.open();

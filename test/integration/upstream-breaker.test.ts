@@ -157,10 +157,11 @@ describe('half-open', () => {
     for (let i = 0; i < BOUND; i++) await c.call(lookup(i));
     clock.advance(DEFAULTS.cooldownMs);
     const before = sim.callCount();
-    for (let i = 0; i < 5; i++) await c.call(lookup(300 + i));
+    for (let i = 0; i < DEFAULTS.halfOpenProbes + 2; i++) await c.call(lookup(300 + i));
     expect(c.breakerState()).toBe('open');
-    // A majority of the probes decided: the rest failed fast.
-    expect(sim.callCount() - before).toBe(Math.ceil((DEFAULTS.halfOpenProbes * DEFAULTS.failureRatePercent) / 100));
+    // Failures over as many entities as minimumEntities (or every probe) decided: the rest failed fast.
+    const byRate = Math.ceil((DEFAULTS.halfOpenProbes * DEFAULTS.failureRatePercent) / 100);
+    expect(sim.callCount() - before).toBe(Math.max(byRate, Math.min(DEFAULTS.minimumEntities, DEFAULTS.halfOpenProbes)));
     clock.advance(DEFAULTS.cooldownMs - 1);
     expect(c.breakerState()).toBe('open');
   });

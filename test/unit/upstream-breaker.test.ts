@@ -184,7 +184,8 @@ describe('CircuitBreaker (half-open)', () => {
   });
 
   it('closes when the probes succeed: one success is not enough to decide, a majority is', () => {
-    const { breaker, changes } = opened();
+    // Two entities are enough to open it here, so two probe failures are enough to re-open it.
+    const { breaker, changes } = opened({ minimumEntities: 2 });
     const [a, b, c] = [breaker.acquire('a')!, breaker.acquire('b')!, breaker.acquire('c')!];
     a.record('success');
     expect(breaker.state()).toBe('half_open');
@@ -197,7 +198,7 @@ describe('CircuitBreaker (half-open)', () => {
   });
 
   it('re-opens for a full cooldown when the probes fail over distinct entities', () => {
-    const { breaker, clock } = opened();
+    const { breaker, clock } = opened({ minimumEntities: 2 });
     const [a, b] = [breaker.acquire('a')!, breaker.acquire('b')!];
     a.record('failure');
     expect(breaker.state()).toBe('half_open');
@@ -217,6 +218,26 @@ describe('CircuitBreaker (half-open)', () => {
     expect(breaker.state()).toBe('half_open');
     breaker.acquire('good1')!.record('success');
     breaker.acquire('good2')!.record('success');
+    expect(breaker.state()).toBe('closed');
+  });
+
+  it('re-opening takes as many failed entities as opening does (minimumEntities, at most every probe)', () => {
+    // minimumEntities 3, 3 probes: a majority (2) of failures is not enough, as 2 entities could never open it.
+    const { breaker } = opened();
+    breaker.acquire('bad1')!.record('failure');
+    breaker.acquire('bad2')!.record('failure');
+    expect(breaker.state()).toBe('half_open');
+    breaker.acquire('bad3')!.record('failure');
+    expect(breaker.state()).toBe('open');
+  });
+
+  it("after an outage, a team's few entities the provider keeps failing on cannot hold it open for everyone", () => {
+    const { breaker } = opened({ minimumEntities: 5, halfOpenProbes: 5 });
+    // They ask first and take probes, failing again and again (a repeat frees its slot).
+    for (let i = 0; i < 30; i++) breaker.acquire(i % 2 ? 'bad66' : 'bad77')!.record('failure');
+    expect(breaker.state()).toBe('half_open');
+    // Another team's lookup is a probe too, and the provider answers it: closed.
+    breaker.acquire('healthy')!.record('success');
     expect(breaker.state()).toBe('closed');
   });
 
