@@ -56,6 +56,8 @@ const UpstreamSchema = z.strictObject({
     })
     .prefault({}),
   maxConcurrency: z.number().int().min(1).max(1024).default(32),
+  /** The share of maxConcurrency one team (or a key without a team) may hold at once (src/upstream/shaper.ts). */
+  teamSharePercent: z.number().int().min(1).max(100).default(50),
   queueSize: nonNeg.default(1_000),
   rateLimit: z.strictObject({ count: z.number().int().min(1), perMs: ms }).nullable().default(null),
   /** Provider-wide credit budget per UTC day and month; null = unlimited. */

@@ -118,3 +118,8 @@ export function keyRefusal(key: ApiKey | null, now: number, previous = false): F
   }
   return null;
 }
+
+/** Whom a key's provider calls are for, in the provider client's fair share of concurrency: its team, or the key alone. */
+export function keyTenant(key: Pick<ApiKey, 'id' | 'team'>): string {
+  return key.team === null ? `key:${key.id}` : `team:${key.team}`;
+}

@@ -16,7 +16,7 @@ export interface Provider {
 }
 
 /** The request a provider call is made for: its id and trace go with the call. */
-export type CallOrigin = Pick<UpstreamCall, 'requestId' | 'traceContext'>;
+export type CallOrigin = Pick<UpstreamCall, 'requestId' | 'traceContext' | 'tenant'>;
 
 /** One provider call's result, shared by the leader and every follower that joined it. */
 export interface FetchResult {
@@ -89,7 +89,7 @@ export class Fetcher {
 
   private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, origin: CallOrigin, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
     const query = upstreamQuery(req, fwd.strategy, fwd.maxage);
-    const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext });
+    const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext, tenant: origin.tenant });
     answered?.(outcome);
     const now = this.clock.now();
     const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now };

@@ -4,7 +4,7 @@ import { creditsOf, type Provider } from './fetcher.js';
 import { framed, type FrameDeps, type Incoming } from './frame.js';
 import { isPromise } from '../store/ports.js';
 import { passthroughAllowed } from '../domain/passthrough-path.js';
-import type { ApiKey } from '../domain/keys.js';
+import { keyTenant, type ApiKey } from '../domain/keys.js';
 import type { LookupTrace } from '../domain/trace.js';
 import { errorAnswer, type Answer } from '../domain/answer.js';
 
@@ -50,7 +50,7 @@ export function passthrough(deps: PassthroughDeps, call: PassthroughCall, trace:
     if (isPromise(refused)) refused = await refused;
     if (refused) return errorAnswer(refused, requestId);
     const query = [...new URLSearchParams(call.rawQuery)];
-    const admitted = await deps.fetcher.provider.admit({ path: call.path, query, requestId, traceContext: call.traceContext }, call.hangUp);
+    const admitted = await deps.fetcher.provider.admit({ path: call.path, query, requestId, traceContext: call.traceContext, tenant: keyTenant(key) }, call.hangUp);
     if (!admitted.ok) return errorAnswer(admitted.failure, requestId, { ...BYPASS });
     return forward(admitted);
   });

@@ -4,7 +4,7 @@ import type { CacheEntry } from '../domain/cache-entry.js';
 import { decide, staleEligible, type Decision } from '../domain/cache-policy.js';
 import type { EndpointDef } from '../domain/endpoints.js';
 import { failure, type Failure } from '../domain/errors.js';
-import type { ApiKey } from '../domain/keys.js';
+import { keyTenant, type ApiKey } from '../domain/keys.js';
 import type { LookupRequest } from '../domain/params.js';
 import type { LookupTrace } from '../domain/trace.js';
 import type { TraceContext } from '../domain/trace-context.js';
@@ -127,7 +127,7 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
         lead.release({ refusal: refused, keyId: miss.key.id });
         return refusedAnswer(deps, miss, refused, trace);
       }
-      const origin = { requestId, traceContext: miss.traceContext };
+      const origin = { requestId, traceContext: miss.traceContext, tenant: keyTenant(miss.key) };
       const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, origin, settleNow && settleWhenAnswered(deps, requestId, settleNow, trace));
       return answerFetched(deps, miss, result, true, trace);
     } finally {

@@ -59,6 +59,7 @@ export class UpstreamClient {
     });
     this.shaper = new Shaper({
       maxConcurrency: settings.maxConcurrency,
+      tenantSharePercent: settings.teamSharePercent,
       queueSize: settings.queueSize,
       rateLimit: settings.rateLimit,
       clock: this.clock,
@@ -119,7 +120,7 @@ export class UpstreamClient {
     const begun = this.begin(call, signal);
     if (!begun.ok) return begun;
     const { state, permit } = begun;
-    const slot = await this.shaper.acquire(state.signal);
+    const slot = await this.shaper.acquire(state.signal, false, call.tenant);
     const refused = !slot.ok
       ? refusal(state, slot.reason, this.clock.now())
       : !permit.trial && this.breaker.isOpen()
@@ -181,7 +182,7 @@ export class UpstreamClient {
     const used: RetriesUsed = { temporary: 0, connection: 0 };
     let last: AttemptVerdict | undefined;
     for (;;) {
-      const slot = await this.shaper.acquire(state.signal, last !== undefined);
+      const slot = await this.shaper.acquire(state.signal, last !== undefined, state.call.tenant);
       if (!slot.ok) {
         if (last) return { ...last, outcome: this.refresh(state, last.outcome) };
         return { outcome: refusal(state, slot.reason, this.clock.now()), retry: 'final', breaker: 'ignore' };

@@ -2,6 +2,11 @@ import type { Clock } from '../domain/clock.js';
 
 export interface ShaperOptions {
   readonly maxConcurrency: number;
+  /**
+   * The share of maxConcurrency (percent) one tenant (a team, or a key without one) may hold
+   * at once, at least one slot; 100 lets one tenant take them all.
+   */
+  readonly tenantSharePercent: number;
   readonly queueSize: number;
   readonly rateLimit: { readonly count: number; readonly perMs: number } | null;
   readonly clock: Clock;
@@ -12,6 +17,7 @@ export type SlotResult =
   | { readonly ok: false; readonly reason: 'queue_full' | 'aborted' | 'closed' };
 
 interface Waiter {
+  readonly tenant: string;
   readonly resolve: (r: SlotResult) => void;
   readonly signal: AbortSignal | undefined;
   readonly onAbort: () => void;
@@ -20,28 +26,42 @@ interface Waiter {
 /**
  * Admission for provider requests: a concurrency cap, an optional sliding-window start rate
  * (never more than `count` starts in any `perMs` window, which is what a provider plan
- * counts), a pause after a provider 429, and a bounded FIFO for everything else.
+ * counts), a pause after a provider 429, and a bounded queue for everything else.
+ *
+ * Shared fairly among tenants (a team, or a key without one): none holds more than its share
+ * of the slots, and slots freed go to the waiting tenants in turn, each tenant's own calls in
+ * order. One team's calls that hang (a provider stuck on its entities) or come in a burst then
+ * hold at most its share, and another team's call starts at once instead of waiting out its
+ * deadline behind them.
+ *
  * Decisions read the Clock; waiting uses one real timer, armed only while someone waits
  * on time (not on a slot, which a release hands over directly).
  */
 export class Shaper {
   private active = 0;
-  private readonly queue: Waiter[] = [];
+  private readonly activeBy = new Map<string, number>();
+  /** Each tenant's waiters, in order; the map's order is whose turn comes next. */
+  private readonly waiting = new Map<string, Waiter[]>();
+  private waitingCount = 0;
   /** Start times inside the current rate window, oldest first. */
   private readonly starts: number[] = [];
   private pausedUntil = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private closed = false;
+  private readonly perTenant: number;
 
-  constructor(private readonly opts: ShaperOptions) {}
+  constructor(private readonly opts: ShaperOptions) {
+    const max = Math.max(1, opts.maxConcurrency);
+    this.perTenant = Math.max(1, Math.ceil((max * Math.min(100, Math.max(1, opts.tenantSharePercent))) / 100));
+  }
 
   inFlight(): number {
     return this.active;
   }
 
   queueDepth(): number {
-    return this.queue.length;
+    return this.waitingCount;
   }
 
   /** Epoch ms until which no new request may start (0 when not paused). */
@@ -58,29 +78,32 @@ export class Shaper {
 
   /**
    * Resolves with a slot, or a refusal; never rejects. `priority` puts a retry at the head
-   * of the queue (it already waited its turn once) and lets it past the queue bound.
+   * of its tenant's queue (it already waited its turn once) and lets it past the queue bound.
    */
-  acquire(signal?: AbortSignal, priority = false): Promise<SlotResult> {
+  acquire(signal?: AbortSignal, priority = false, tenant = ''): Promise<SlotResult> {
     if (this.closed) return Promise.resolve({ ok: false, reason: 'closed' });
     if (signal?.aborted) return Promise.resolve({ ok: false, reason: 'aborted' });
-    if (this.queue.length === 0 && this.canStart()) return Promise.resolve(this.start());
-    if (!priority && this.queue.length >= this.opts.queueSize) {
+    if (this.waitingCount === 0 && this.canStart() && this.underShare(tenant)) return Promise.resolve(this.start(tenant));
+    if (!priority && this.waitingCount >= this.opts.queueSize) {
       return Promise.resolve({ ok: false, reason: 'queue_full' });
     }
     return new Promise((resolve) => {
       const waiter: Waiter = {
+        tenant,
         resolve,
         signal,
         onAbort: () => {
-          const i = this.queue.indexOf(waiter);
-          if (i >= 0) this.queue.splice(i, 1);
+          this.unqueue(waiter);
           resolve({ ok: false, reason: 'aborted' });
           this.pump();
         },
       };
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      if (priority) this.queue.unshift(waiter);
-      else this.queue.push(waiter);
+      const queue = this.waiting.get(tenant);
+      if (!queue) this.waiting.set(tenant, [waiter]);
+      else if (priority) queue.unshift(waiter);
+      else queue.push(waiter);
+      this.waitingCount++;
       this.pump();
     });
   }
@@ -89,14 +112,22 @@ export class Shaper {
   close(): void {
     this.closed = true;
     this.clearTimer();
-    for (const w of this.queue.splice(0)) {
-      w.signal?.removeEventListener('abort', w.onAbort);
-      w.resolve({ ok: false, reason: 'closed' });
+    for (const queue of this.waiting.values()) {
+      for (const w of queue) {
+        w.signal?.removeEventListener('abort', w.onAbort);
+        w.resolve({ ok: false, reason: 'closed' });
+      }
     }
+    this.waiting.clear();
+    this.waitingCount = 0;
   }
 
   private canStart(): boolean {
     return this.active < Math.max(1, this.opts.maxConcurrency) && this.notBefore() <= this.opts.clock.now();
+  }
+
+  private underShare(tenant: string): boolean {
+    return (this.activeBy.get(tenant) ?? 0) < this.perTenant;
   }
 
   /** Earliest instant the time-based rules (pause, rate window) allow a start. */
@@ -111,8 +142,9 @@ export class Shaper {
     return t;
   }
 
-  private start(): SlotResult {
+  private start(tenant: string): SlotResult {
     this.active++;
+    this.activeBy.set(tenant, (this.activeBy.get(tenant) ?? 0) + 1);
     if (this.opts.rateLimit && this.opts.rateLimit.count > 0) this.starts.push(this.opts.clock.now());
     let released = false;
     return {
@@ -121,20 +153,47 @@ export class Shaper {
         if (released) return;
         released = true;
         this.active--;
+        const held = this.activeBy.get(tenant)! - 1;
+        if (held === 0) this.activeBy.delete(tenant);
+        else this.activeBy.set(tenant, held);
         this.pump();
       },
     };
   }
 
+  /** The next waiter whose tenant is under its share, its tenant's turn passed on; null if none. */
+  private next(): Waiter | null {
+    for (const [tenant, queue] of this.waiting) {
+      if (!this.underShare(tenant)) continue;
+      const w = queue.shift()!;
+      this.waiting.delete(tenant);
+      if (queue.length > 0) this.waiting.set(tenant, queue); // to the back of the turn
+      this.waitingCount--;
+      return w;
+    }
+    return null;
+  }
+
+  private unqueue(w: Waiter): void {
+    const queue = this.waiting.get(w.tenant);
+    const i = queue?.indexOf(w) ?? -1;
+    if (i < 0) return;
+    queue!.splice(i, 1);
+    if (queue!.length === 0) this.waiting.delete(w.tenant);
+    this.waitingCount--;
+  }
+
   private pump(): void {
     if (this.closed) return;
-    while (this.queue.length > 0 && this.canStart()) {
-      const w = this.queue.shift()!;
+    while (this.waitingCount > 0 && this.canStart()) {
+      const w = this.next();
+      if (!w) break;
       w.signal?.removeEventListener('abort', w.onAbort);
-      w.resolve(this.start());
+      w.resolve(this.start(w.tenant));
     }
-    if (this.queue.length === 0 || this.active >= Math.max(1, this.opts.maxConcurrency)) {
-      // Nothing waits on time: either nobody waits, or a release will pump.
+    const startable = [...this.waiting.keys()].some((tenant) => this.underShare(tenant));
+    if (!startable || this.active >= Math.max(1, this.opts.maxConcurrency)) {
+      // Nothing waits on time: nobody waits, or only tenants at their share, or a release will pump.
       this.clearTimer();
       return;
     }

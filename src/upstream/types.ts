@@ -36,6 +36,8 @@ export interface UpstreamSettings {
   readonly breaker: BreakerSettings;
   /** Provider calls in flight at once; the rest wait in a bounded queue. */
   readonly maxConcurrency: number;
+  /** The share of maxConcurrency (percent) one team, or a key without a team, may hold at once. */
+  readonly teamSharePercent: number;
   readonly queueSize: number;
   /** Optional provider-plan shaping: at most `count` calls started per `perMs`. */
   readonly rateLimit: { readonly count: number; readonly perMs: number } | null;
@@ -52,6 +54,11 @@ export interface UpstreamCall {
    * tracestate, and on the call's log lines. A coalesced call carries its leader's.
    */
   readonly traceContext?: TraceContext;
+  /**
+   * Whom the call is for, in the shaper's fair share of concurrency: the key's team, or the key
+   * itself when it has none (domain/keys.ts keyTenant). A coalesced call is its leader's.
+   */
+  readonly tenant?: string;
 }
 
 /** Why a call failed, for the cache's decisions (negative caching, stale fallback). */

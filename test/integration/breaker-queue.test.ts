@@ -11,7 +11,8 @@ import { startStack, type Stack } from '../helpers/stack.js';
 let s: Stack;
 beforeAll(async () => {
   // Defaults of the breaker: 10 calls, 50 % failed, 5 distinct entities open it.
-  s = await startStack({ config: { upstream: { maxConcurrency: 5, deadlineMs: 1_000 } }, sim: { latencyMs: 750 } });
+  // One team may hold every slot here (teamSharePercent 100): the burst fills them all and queues.
+  s = await startStack({ config: { upstream: { maxConcurrency: 5, teamSharePercent: 100, deadlineMs: 1_000 } }, sim: { latencyMs: 750 } });
   // The OpenAPI check of the answers runs in this process, beside the gateway: compiled on
   // first use, it held the event loop ~0.5 s just as the queued calls' deadlines fell due, so
   // they fired late and the attempts they cut looked long enough to be the provider's fault.

@@ -34,6 +34,7 @@ function client(over: Partial<UpstreamSettings> = {}, deps: UpstreamDeps = {}): 
       retries: { temporary: 2, connection: 1, baseDelayMs: 1, maxDelayMs: 5 },
       breaker: DEFAULTS,
       maxConcurrency: 16,
+      teamSharePercent: 100,
       queueSize: 50,
       rateLimit: null,
       ...over,

@@ -43,6 +43,7 @@ function settings(over: Partial<UpstreamSettings> = {}): UpstreamSettings {
     // Never opens here: the breaker has its own file (upstream-breaker.test.ts).
     breaker: { windowMs: 60_000, minimumCalls: 1000, failureRatePercent: 50, minimumEntities: 5, cooldownMs: 60_000, halfOpenProbes: 3 },
     maxConcurrency: 8,
+    teamSharePercent: 100,
     queueSize: 50,
     rateLimit: null,
     ...over,

@@ -10,7 +10,7 @@ const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('Shaper', () => {
   it('caps concurrency and serves the queue in FIFO order', async () => {
-    const s = new Shaper({ maxConcurrency: 2, queueSize: 3, rateLimit: null, clock: systemClock });
+    const s = new Shaper({ maxConcurrency: 2, tenantSharePercent: 100, queueSize: 3, rateLimit: null, clock: systemClock });
     const a = await s.acquire();
     const b = await s.acquire();
     expect(s.inFlight()).toBe(2);
@@ -28,7 +28,7 @@ describe('Shaper', () => {
   });
 
   it('refuses beyond the queue bound at once', async () => {
-    const s = new Shaper({ maxConcurrency: 1, queueSize: 1, rateLimit: null, clock: systemClock });
+    const s = new Shaper({ maxConcurrency: 1, tenantSharePercent: 100, queueSize: 1, rateLimit: null, clock: systemClock });
     const a = await s.acquire();
     const queued = s.acquire();
     await expect(s.acquire()).resolves.toEqual({ ok: false, reason: 'queue_full' });
@@ -45,7 +45,7 @@ describe('Shaper', () => {
   });
 
   it('a released slot is never double counted', async () => {
-    const s = new Shaper({ maxConcurrency: 1, queueSize: 0, rateLimit: null, clock: systemClock });
+    const s = new Shaper({ maxConcurrency: 1, tenantSharePercent: 100, queueSize: 0, rateLimit: null, clock: systemClock });
     const a = await s.acquire();
     if (!a.ok) throw new Error('slot');
     a.release();
@@ -54,7 +54,7 @@ describe('Shaper', () => {
   });
 
   it('an aborted waiter leaves the queue', async () => {
-    const s = new Shaper({ maxConcurrency: 1, queueSize: 5, rateLimit: null, clock: systemClock });
+    const s = new Shaper({ maxConcurrency: 1, tenantSharePercent: 100, queueSize: 5, rateLimit: null, clock: systemClock });
     const a = await s.acquire();
     const ac = new AbortController();
     const waiting = s.acquire(ac.signal);
@@ -66,7 +66,7 @@ describe('Shaper', () => {
   });
 
   it('close() settles everyone waiting and refuses later calls', async () => {
-    const s = new Shaper({ maxConcurrency: 1, queueSize: 5, rateLimit: null, clock: systemClock });
+    const s = new Shaper({ maxConcurrency: 1, tenantSharePercent: 100, queueSize: 5, rateLimit: null, clock: systemClock });
     await s.acquire();
     const w1 = s.acquire();
     const w2 = s.acquire();
@@ -78,7 +78,7 @@ describe('Shaper', () => {
 
   it('spaces starts by the rate window (clock driven)', async () => {
     const clock = new FakeClock();
-    const s = new Shaper({ maxConcurrency: 10, queueSize: 10, rateLimit: { count: 2, perMs: 40 }, clock });
+    const s = new Shaper({ maxConcurrency: 10, tenantSharePercent: 100, queueSize: 10, rateLimit: { count: 2, perMs: 40 }, clock });
     release(await s.acquire());
     release(await s.acquire());
     let third: SlotResult | undefined;
@@ -93,7 +93,7 @@ describe('Shaper', () => {
 
   it('pauses new starts until the given time, in-flight holders unaffected', async () => {
     const clock = new FakeClock();
-    const s = new Shaper({ maxConcurrency: 5, queueSize: 5, rateLimit: null, clock });
+    const s = new Shaper({ maxConcurrency: 5, tenantSharePercent: 100, queueSize: 5, rateLimit: null, clock });
     const held = await s.acquire();
     s.pauseUntil(clock.now() + 30);
     expect(s.pausedUntilMs()).toBe(clock.now() + 30);
@@ -110,11 +110,104 @@ describe('Shaper', () => {
   });
 
   it('with the system clock, waits out the rate window in real time', async () => {
-    const s = new Shaper({ maxConcurrency: 10, queueSize: 10, rateLimit: { count: 1, perMs: 50 }, clock: systemClock });
+    const s = new Shaper({ maxConcurrency: 10, tenantSharePercent: 100, queueSize: 10, rateLimit: { count: 1, perMs: 50 }, clock: systemClock });
     const t0 = Date.now();
     release(await s.acquire());
     release(await s.acquire());
     release(await s.acquire());
     expect(Date.now() - t0).toBeGreaterThanOrEqual(95);
+  });
+});
+
+describe('Shaper: a fair share per tenant (team, or key without one)', () => {
+  const shaper = (maxConcurrency: number, tenantSharePercent: number, queueSize = 100) => new Shaper({ maxConcurrency, tenantSharePercent, queueSize, rateLimit: null, clock: systemClock });
+
+  it('a tenant holds at most its share; another tenant starts at once beside it', async () => {
+    const s = shaper(4, 50);
+    const held = [await s.acquire(undefined, false, 'a'), await s.acquire(undefined, false, 'a')];
+    let third: SlotResult | null = null;
+    void s.acquire(undefined, false, 'a').then((r) => (third = r));
+    await tick();
+    expect(third).toBeNull(); // a is at its 2 of 4
+    expect(s.queueDepth()).toBe(1);
+    const b = await s.acquire(undefined, false, 'b');
+    expect(b.ok).toBe(true);
+    expect(s.inFlight()).toBe(3);
+    release(held[0]!);
+    await tick();
+    expect(third).toMatchObject({ ok: true });
+    for (const r of [held[1]!, b, third!]) release(r);
+    expect(s.inFlight()).toBe(0);
+  });
+
+  it('freed slots go to the waiting tenants in turn, each tenant in its own order', async () => {
+    const s = shaper(1, 100);
+    const first = await s.acquire(undefined, false, 'a');
+    const order: string[] = [];
+    const slots: SlotResult[] = [];
+    const ask = (tenant: string, n: number) => void s.acquire(undefined, false, tenant).then((r) => (order.push(`${tenant}${n}`), slots.push(r)));
+    for (const [tenant, n] of [['a', 1], ['a', 2], ['a', 3], ['b', 1], ['c', 1], ['b', 2]] as const) ask(tenant, n);
+    release(first);
+    for (let i = 0; i < 6; i++) {
+      await tick();
+      release(slots[i]!); // one slot: each release hands it to the next in turn
+    }
+    expect(order).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3']);
+  });
+
+  it('the queue bound counts every tenant; an aborted waiter leaves its tenant queue', async () => {
+    const s = shaper(1, 100, 2);
+    const held = await s.acquire(undefined, false, 'a');
+    const ac = new AbortController();
+    const aborted = s.acquire(ac.signal, false, 'a');
+    const b = s.acquire(undefined, false, 'b');
+    await expect(s.acquire(undefined, false, 'c')).resolves.toEqual({ ok: false, reason: 'queue_full' });
+    ac.abort();
+    await expect(aborted).resolves.toEqual({ ok: false, reason: 'aborted' });
+    expect(s.queueDepth()).toBe(1);
+    release(held);
+    release(await b);
+    expect(s.inFlight()).toBe(0);
+  });
+
+  it('property: never over the cap or a share, FIFO within a tenant, and no tenant under its share waits while a slot is free', async () => {
+    const { default: fc } = await import('fast-check');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 100 }),
+        fc.array(fc.oneof(fc.record({ ask: fc.constantFrom('a', 'b', 'c') }), fc.record({ free: fc.nat(20) })), { maxLength: 60 }),
+        async (max, share, steps) => {
+          const s = shaper(max, share);
+          const perTenant = Math.max(1, Math.ceil((max * share) / 100));
+          const held: Array<{ tenant: string; r: SlotResult }> = [];
+          const asked: Record<string, number> = {};
+          const granted: Record<string, number[]> = {};
+          for (const step of steps) {
+            if ('ask' in step) {
+              const n = (asked[step.ask] = (asked[step.ask] ?? 0) + 1);
+              void s.acquire(undefined, false, step.ask).then((r) => {
+                (granted[step.ask] ??= []).push(n);
+                held.push({ tenant: step.ask, r });
+              });
+            } else if (held.length > 0) {
+              release(held.splice(step.free % held.length, 1)[0]!.r);
+            }
+            await Promise.resolve();
+            await Promise.resolve();
+            const by: Record<string, number> = {};
+            for (const h of held) by[h.tenant] = (by[h.tenant] ?? 0) + 1;
+            expect(s.inFlight()).toBe(held.length);
+            expect(held.length).toBeLessThanOrEqual(max);
+            for (const t of Object.keys(by)) expect(by[t]).toBeLessThanOrEqual(perTenant);
+            for (const [t, ns] of Object.entries(granted)) expect(ns).toEqual([...ns].sort((x, y) => x - y));
+            // Someone waits with a free slot only if every waiting tenant is at its share.
+            const waiting = Object.keys(asked).filter((t) => (granted[t]?.length ?? 0) < asked[t]!);
+            if (held.length < max) for (const t of waiting) expect(by[t] ?? 0).toBe(perTenant);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });
