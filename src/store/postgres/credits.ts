@@ -20,6 +20,12 @@ const REMEMBERED_SCOPES_MAX = 10_000;
 const SCOPE_LOCK = 0x54474352;
 
 /**
+ * How long a reservation whose write failed with its outcome unknown is looked for: long
+ * enough for a COMMIT the server was still running when the client gave up to have landed.
+ */
+const DOUBT_MS = 60_000;
+
+/**
  * Credits in PostgreSQL, shared by every replica: settled usage per scope and UTC period,
  * and the reservations of calls in flight. A reservation's check and write run in one
  * transaction holding an advisory lock per scope, so that replicas reserving against the same
@@ -36,6 +42,13 @@ export class PgCredits implements Credits {
   /** Budget states read lately, per scope: when, what was reserved, and the usage per `period:start`. */
   private readonly recent = new Map<string, { at: number; reserved: number; used: Map<string, number> }>();
   private epoch = 0;
+  /**
+   * Reservations whose write failed with its outcome unknown (the connection lost after the
+   * server committed, a client timeout on a slow COMMIT), with when: the request was refused
+   * (503) and calls nothing, so a row that did land must go, or it would hold budget for the
+   * replica's whole life and be charged as abandoned when it stops. dropDoubtful deletes them.
+   */
+  private readonly doubtful = new Map<string, number>();
 
   constructor(
     private readonly pool: Pool,
@@ -103,27 +116,50 @@ export class PgCredits implements Credits {
     // Only scopes with a budget are checked, so only they take turns: an unlimited key (and an
     // unlimited provider) has nothing to oversubscribe, and its reservation is one statement.
     const locked = [...new Set(limits.filter((l) => l.budgets.length > 0).map((l) => l.scope))].sort();
-    const refused =
-      locked.length === 0
-        ? (await this.pool.query({ name: 'tg_reserve', text: INSERT_RESERVATION, values: row }), null)
-        : await inTransaction(this.pool, async (client) => {
-            // In one order whatever the caller's, so that two reservations never wait on each other.
-            await client.query('SELECT pg_advisory_xact_lock($1, hashtext(s)) FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) ORDER BY i', [SCOPE_LOCK, locked]);
-            const refusing = refusingScope(
-              limits.map((l) => l.scope),
-              await statesIn(client, limits, r.ts),
-              r.estimate,
-            );
-            // Nothing written: the transaction's end only lets the locks go.
-            if (refusing) return refusing;
-            await client.query(INSERT_RESERVATION, row);
-            return null;
-          });
+    const refused = await this.reserveIn(row, r, limits, locked).catch((err: unknown) => {
+      this.doubtful.set(r.requestId, Date.now());
+      throw err;
+    });
     if (!refused) {
       this.mine.set(r.requestId, r.estimate);
       this.changed();
     }
     return refused;
+  }
+
+  /**
+   * Delete the reservations whose write may have landed although it failed (see `doubtful`),
+   * this replica's own only; called on the backend's flush timer. One found is done with; one
+   * not found is looked for again until DOUBT_MS has passed. A failure leaves them for the next call.
+   */
+  async dropDoubtful(): Promise<void> {
+    if (this.doubtful.size === 0) return;
+    const ids = [...this.doubtful.keys()];
+    const r = await this.pool.query<{ request_id: string }>('DELETE FROM reservations WHERE request_id = ANY ($1) AND owner = $2 RETURNING request_id', [ids, this.owner]);
+    const now = Date.now();
+    const found = new Set(r.rows.map((x) => x.request_id));
+    for (const id of ids) if (found.has(id) || now - this.doubtful.get(id)! > DOUBT_MS) this.doubtful.delete(id);
+    if (found.size > 0) this.changed();
+  }
+
+  private async reserveIn(row: unknown[], r: Reservation, limits: readonly ScopeBudgets[], locked: readonly string[]): Promise<RefusingBudget | null> {
+    if (locked.length === 0) {
+      await this.pool.query({ name: 'tg_reserve', text: INSERT_RESERVATION, values: row });
+      return null;
+    }
+    return inTransaction(this.pool, async (client) => {
+      // In one order whatever the caller's, so that two reservations never wait on each other.
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext(s)) FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) ORDER BY i', [SCOPE_LOCK, locked]);
+      const refusing = refusingScope(
+        limits.map((l) => l.scope),
+        await statesIn(client, limits, r.ts),
+        r.estimate,
+      );
+      // Nothing written: the transaction's end only lets the locks go.
+      if (refusing) return refusing;
+      await client.query(INSERT_RESERVATION, row);
+      return null;
+    });
   }
 
   reservedFor(requestId: string): number | null {

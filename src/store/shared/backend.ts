@@ -100,13 +100,17 @@ export class SharedBackend implements StorageBackend {
     void this.parts.retention?.stop();
   }
 
-  /** Batched writes in order (last-used times, hit counters, then ledger rows); a failure is logged and the next goes on. */
+  /**
+   * Batched writes in order (last-used times, hit counters, ledger rows, then the cleanup of
+   * reservations whose write failed with its outcome unknown); a failure is logged and the next goes on.
+   */
   async flush(): Promise<void> {
     let failed: unknown = null;
     for (const [what, step] of [
       ['last-used times', () => this.lastUsed.flush()],
       ['cache hit counters', () => this.cache.flush()],
       ['ledger rows', () => this.ledger.flush()],
+      ['reservations whose write failed', () => this.credits.dropDoubtful()],
     ] as const) {
       try {
         await step();
