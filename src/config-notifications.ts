@@ -34,7 +34,8 @@ export const NotificationsSchema = z
     webhooks: z
       .array(WebhookSchema)
       .superRefine((ws, ctx) => {
-        const names = ws.map(webhookName);
+        // Run even when an element failed its own checks: compare only those whose name can be read.
+        const names = ws.filter((w) => w.name !== undefined || URL.canParse(w.url)).map(webhookName);
         if (new Set(names).size !== names.length) ctx.addIssue({ code: 'custom', message: 'two webhooks have the same name (by default the URL\'s host): give each a distinct name' });
       })
       .meta({ sensitive: 'secret' })

@@ -9,6 +9,7 @@ import {
   type AuditPage,
   type AuditQuery,
 } from '../domain/audit.js';
+import { parseInputTime } from '../domain/typed-input.js';
 
 /**
  * Reading the audit log, shared by `GET /admin/audit` and `tollgate audit`: one validation of
@@ -26,8 +27,6 @@ export interface AuditInputError {
   readonly message: string;
 }
 
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
-const DAY = 86_400_000;
 
 /** The query, or what is wrong with the first bad field. */
 export function auditQuery(input: Readonly<Record<string, unknown>>): AuditQuery | AuditInputError {
@@ -45,10 +44,8 @@ export function auditQuery(input: Readonly<Record<string, unknown>>): AuditQuery
   const time = (field: 'from' | 'to'): number | AuditInputError | undefined => {
     const v = text[field];
     if (v === undefined) return undefined;
-    const t = Date.parse(DATE_ONLY.test(v) ? `${v}T00:00:00Z` : v);
-    if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) return bad(field, 'expected an ISO 8601 date or time such as 2026-01-31');
     // A date-only `to` includes that whole UTC day, as in usage reports.
-    return field === 'to' && DATE_ONLY.test(v) ? t + DAY : t;
+    return parseInputTime(v, field === 'to') ?? bad(field, 'expected an ISO 8601 date or time such as 2026-01-31 (a day the calendar has, before 9999-12-31)');
   };
   const from = time('from');
   const to = time('to');

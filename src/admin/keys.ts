@@ -1,3 +1,4 @@
+import { hasLoneSurrogate, parseInputTime } from '../domain/typed-input.js';
 import { ENDPOINT_NAMES, STRATEGIES } from '../domain/endpoints.js';
 import type { Config } from '../config.js';
 import { formatBudgets, parseBudgets } from '../domain/credits.js';
@@ -47,6 +48,7 @@ export interface KeyInput {
 
 const str = (field: string, v: unknown): string => {
   if (typeof v !== 'string') throw new KeyInputError(field, 'must be a string');
+  if (hasLoneSurrogate(v)) throw new KeyInputError(field, 'is not valid Unicode (a lone surrogate)');
   return v.trim();
 };
 
@@ -65,10 +67,13 @@ export function listInput(field: string, v: unknown, allowed: readonly string[])
 }
 
 export function isoTime(field: string, v: string): number {
-  const t = Date.parse(v);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw new KeyInputError(field, 'expected an ISO 8601 time such as 2027-01-31T00:00:00Z');
+  const t = parseInputTime(v);
+  if (t === null) throw new KeyInputError(field, 'expected an ISO 8601 time such as 2027-01-31T00:00:00Z (a day the calendar has, before 9999-12-31)');
   return t;
 }
+
+/** The longest rotation overlap: the old secret works at most a year beside the new one. */
+const MAX_DURATION_MS = 366 * 86_400_000;
 
 /** `90s`, `15m`, `24h`, `7d` or plain seconds → milliseconds. */
 export function durationMs(field: string, v: unknown): number {
@@ -76,7 +81,9 @@ export function durationMs(field: string, v: unknown): number {
   const m = /^([0-9]{1,9})([smhd]?)$/.exec(s);
   if (!m) throw new KeyInputError(field, `expected a duration such as 0, 90s, 15m, 24h or 7d, got '${s}'`);
   const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
-  return Number(m[1]) * unit * 1000;
+  const ms = Number(m[1]) * unit * 1000;
+  if (ms > MAX_DURATION_MS) throw new KeyInputError(field, `at most 366d, got '${s}'`);
+  return ms;
 }
 
 function wrap<T>(field: string, fn: () => T): T {

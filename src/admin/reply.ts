@@ -29,5 +29,7 @@ export function bodyOf(request: FastifyRequest, allowed: ReadonlySet<string>): R
 export function onlyParams(query: Record<string, unknown>, allowed: readonly string[]): void {
   for (const k of Object.keys(query)) {
     if (!allowed.includes(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown parameter '${k}'; allowed: ${allowed.join(', ')}.`));
+    // Repeated (`?by=key&by=team`), a value arrives as an array: one meaning or none.
+    if (typeof query[k] !== 'string') throw new Refusal(failure('INVALID_PARAMETER', `${k}: give it once.`));
   }
 }

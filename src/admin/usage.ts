@@ -1,8 +1,7 @@
 import { periodStart } from '../domain/credits.js';
 import { USAGE_GROUPS, type UsageGroup } from '../domain/ledger.js';
+import { parseInputTime } from '../domain/typed-input.js';
 
-const DAY = 86_400_000;
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 
 /**
  * A usage window from user input, shared by the CLI and the admin API. `from` defaults to
@@ -10,11 +9,8 @@ const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
  * UTC day. Returns an error message instead of throwing.
  */
 export function usageWindow(from: string | undefined, to: string | undefined, now: number): { from: number; to: number } | string {
-  const parse = (v: string, name: string, end: boolean): number | string => {
-    const t = Date.parse(DATE_ONLY.test(v) ? `${v}T00:00:00Z` : v);
-    if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) return `${name}: expected an ISO 8601 date or time such as 2026-01-31`;
-    return end && DATE_ONLY.test(v) ? t + DAY : t;
-  };
+  const parse = (v: string, name: string, end: boolean): number | string =>
+    parseInputTime(v, end) ?? `${name}: expected an ISO 8601 date or time such as 2026-01-31 (a day the calendar has, before 9999-12-31)`;
   const f = from === undefined ? periodStart('month', now) : parse(from, 'from', false);
   const t = to === undefined ? now + 1 : parse(to, 'to', true);
   if (typeof f === 'string') return f;

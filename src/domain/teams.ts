@@ -1,3 +1,4 @@
+import { hasLoneSurrogate } from './typed-input.js';
 import type { Budget } from './credits.js';
 
 /*
@@ -38,8 +39,8 @@ export class InvalidTeamName extends Error {
 export function teamName(input: string): string {
   const name = input.trim();
   // eslint-disable-next-line no-control-regex
-  if (name.length === 0 || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) {
-    throw new InvalidTeamName('must be 1 to 100 characters, without control characters');
+  if (name.length === 0 || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name) || hasLoneSurrogate(name)) {
+    throw new InvalidTeamName('must be 1 to 100 characters of valid Unicode, without control characters');
   }
   return name;
 }
