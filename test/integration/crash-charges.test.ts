@@ -23,9 +23,9 @@ beforeAll(async () => {
   // Slow enough that every call is still in flight at the provider when the gateway dies.
   sim = await startSimulator({ apiKey: SIM_KEY, latencyMs: 2_000 });
   dataDir = mkdtempSync(join(tmpdir(), 'tollgate-crash-'));
-  // Every call goes out at once: none waits in the gateway's queue.
+  // Every call goes out at once: none waits in the gateway's queue (one key may hold every slot).
   const config = join(dataDir, 'tollgate.yaml');
-  writeFileSync(config, `upstream:\n  maxConcurrency: ${CALLS}\n  connections: ${CALLS}\n`);
+  writeFileSync(config, `upstream:\n  maxConcurrency: ${CALLS}\n  teamSharePercent: 100\n  connections: ${CALLS}\n`);
   env = {
     TOLLGATE_CONFIG: config,
     TOLLGATE_DATA_DIR: dataDir,
