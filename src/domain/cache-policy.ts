@@ -81,8 +81,14 @@ export function decide(req: PolicyRequest, entry: EntryFacts | null, now: number
 
   if (req.strategy === 'fetch') return forward('request');
   if (!alive) return forward('uri-miss');
-  // Not-found answers are replayed for every strategy but fetch while their TTL lasts.
-  if (entry.status !== 200) return { action: 'hit' };
+  // Not-found answers are replayed for every strategy but fetch while their TTL lasts, except
+  // that strict and besteffort ask the provider again about a 404 older than their maxage, as
+  // about data (spec §4.6: "use the cache only when it is newer than maxage"). A 513 is replayed
+  // whatever the maxage: the caller "must not retry repeatedly" (spec §7.2).
+  if (entry.status !== 200) {
+    const maxaged = req.strategy === 'strict' || req.strategy === 'besteffort';
+    return entry.status === 404 && maxaged && !freshEnough(entry.freshAsOf, req.maxage ?? 0, now) ? forward('stale') : { action: 'hit' };
+  }
 
   switch (req.strategy) {
     case 'cached':
@@ -95,14 +101,20 @@ export function decide(req: PolicyRequest, entry: EntryFacts | null, now: number
 }
 
 /**
- * What a provider answer tells about freshness (DESIGN §4): a fresh fetch is fresh as of
- * now; a provider cache answer to strict+maxage is at worst maxage old; anything else is
- * unknown and never satisfies a maxage.
+ * What a provider answer tells about freshness (DESIGN §4), given when its call began
+ * (`calledAt`: before the provider fetched or judged anything, so never later than the truth):
+ * a fresh fetch is fresh as of then; a provider cache answer to strict+maxage was at worst
+ * maxage old then; anything else is unknown and never satisfies a maxage.
  */
-export function freshAsOfAnswer(providerCached: unknown, forwarded: { strategy: Strategy; maxage: number | null }, now: number): number | null {
-  if (providerCached === false) return now;
-  if (providerCached === true && forwarded.strategy === 'strict' && forwarded.maxage !== null) return now - forwarded.maxage * S;
+export function freshAsOfAnswer(providerCached: unknown, forwarded: { strategy: Strategy; maxage: number | null }, calledAt: number): number | null {
+  if (providerCached === false) return calledAt;
+  if (providerCached === true && forwarded.strategy === 'strict' && forwarded.maxage !== null) return calledAt - forwarded.maxage * S;
   return null;
+}
+
+/** Whether besteffort may still fall back to a 200 entry at `now`: not past cache.staleTtl, as when it was decided. */
+export function staleUsable(cfg: CachePolicyConfig, endpoint: EndpointName, storedAt: number, now: number): boolean {
+  return now - storedAt <= staleTtlMs(cfg, endpoint);
 }
 
 /**

@@ -8,22 +8,25 @@ export interface Freshness {
 }
 
 /**
- * May a request needing `need` take the answer of an in-flight call made with `call`?
- * Only when the call is at least as fresh as the need (DESIGN §4): a fetch satisfies
- * everyone; a fetch need is satisfied only by a fetch; strict M satisfies maxage ≥ M;
- * besteffort M can come back stale from the provider, so it never satisfies strict.
+ * May a request needing `need` take the answer of an in-flight call made with `call`,
+ * `elapsedS` seconds after that call's flight began? Only when the call is at least as fresh
+ * as the need (DESIGN §4): a fetch satisfies everyone; a fetch need is satisfied only by a
+ * fetch; strict M satisfies maxage ≥ M; besteffort M can come back stale from the provider,
+ * so it never satisfies strict. A maxage is counted from the follower's arrival: what the
+ * call guarantees was as of when it began, so the time since then counts against it too.
  */
-export function satisfies(call: Freshness, need: Freshness): boolean {
-  if (call.strategy === 'fetch') return true;
+export function satisfies(call: Freshness, need: Freshness, elapsedS = 0): boolean {
+  const within = (callMaxage: number) => need.maxage !== null && callMaxage + elapsedS <= need.maxage;
+  if (call.strategy === 'fetch') return need.strategy === 'strict' || need.strategy === 'besteffort' ? within(0) : true;
   switch (need.strategy) {
     case 'fetch':
       return false;
     case 'cached':
       return true;
     case 'strict':
-      return call.strategy === 'strict' && call.maxage !== null && need.maxage !== null && call.maxage <= need.maxage;
+      return call.strategy === 'strict' && call.maxage !== null && within(call.maxage);
     case 'besteffort':
-      return (call.strategy === 'strict' || call.strategy === 'besteffort') && call.maxage !== null && need.maxage !== null && call.maxage <= need.maxage;
+      return (call.strategy === 'strict' || call.strategy === 'besteffort') && call.maxage !== null && within(call.maxage);
   }
 }
 
@@ -38,6 +41,8 @@ export class Released<R = unknown> {
 
 interface Flight<T> {
   readonly freshness: Freshness;
+  /** When the flight began (its leader entered), epoch ms. */
+  readonly since: number;
   readonly promise: Promise<T | Released>;
   settle(outcome: { value: T | Released } | { error: unknown }): void;
 }
@@ -66,8 +71,9 @@ export class Coalescer<T> {
   /** Flights ended so far (any key): a request that read the cache before a flight ended reads it again before leading. */
   private ended = 0;
 
-  enter(key: string, freshness: Freshness): Entered<T> {
-    const existing = this.flights.get(key)?.find((f) => satisfies(f.freshness, freshness));
+  /** `now`: the clock's time, against which a flight's age counts for a follower's maxage. */
+  enter(key: string, freshness: Freshness, now = 0): Entered<T> {
+    const existing = this.flights.get(key)?.find((f) => satisfies(f.freshness, freshness, Math.max(0, now - f.since) / 1000));
     if (existing) return { leader: false, result: existing.promise };
     let settle!: Flight<T>['settle'];
     const promise = new Promise<T | Released>((resolve, reject) => {
@@ -75,7 +81,7 @@ export class Coalescer<T> {
     });
     // A leader's failure reaches its followers through their own await; with none, it must not be unhandled.
     promise.catch(() => {});
-    const flight: Flight<T> = { freshness, promise, settle };
+    const flight: Flight<T> = { freshness, since: now, promise, settle };
     const list = this.flights.get(key);
     if (list) list.push(flight);
     else this.flights.set(key, [flight]);

@@ -65,7 +65,7 @@ export class Fetcher {
 
   /** Lead or follow an identical call in flight: decided now, before anything awaits (coalesce.ts). */
   enter(key: string, freshness: Freshness): Entered<FetchResult> {
-    return this.flights.enter(key, freshness);
+    return this.flights.enter(key, freshness, this.clock.now());
   }
 
   /**
@@ -89,6 +89,8 @@ export class Fetcher {
 
   private async callAndStore(req: LookupRequest, key: string, fwd: Freshness, origin: CallOrigin, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
     const query = upstreamQuery(req, fwd.strategy, fwd.maxage);
+    // Before anything is sent: how fresh the answer is known to be counts from here, not from its arrival.
+    const calledAt = this.clock.now();
     const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext, tenant: origin.tenant });
     answered?.(outcome);
     const now = this.clock.now();
@@ -106,7 +108,7 @@ export class Fetcher {
         meta: metaText,
         errorCode: null,
         errorMessage: null,
-        freshAsOf: freshAsOfAnswer(cached, fwd, now),
+        freshAsOf: freshAsOfAnswer(cached, fwd, calledAt),
         // What each later hit saves; unknown counts as nothing saved rather than a guess.
         credits: credits ?? 0,
       });
@@ -122,7 +124,7 @@ export class Fetcher {
         meta: null,
         errorCode: outcome.failure.code,
         errorMessage: outcome.failure.message,
-        freshAsOf: now,
+        freshAsOf: calledAt,
         credits: 0,
       });
     }

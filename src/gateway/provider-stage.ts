@@ -1,7 +1,7 @@
 import type { Answer } from '../domain/answer.js';
 import { errorAnswer } from '../domain/answer.js';
 import type { CacheEntry } from '../domain/cache-entry.js';
-import { decide, staleEligible, type Decision } from '../domain/cache-policy.js';
+import { decide, staleEligible, staleUsable, type Decision } from '../domain/cache-policy.js';
 import type { EndpointDef } from '../domain/endpoints.js';
 import { failure, type Failure } from '../domain/errors.js';
 import { keyTenant, type ApiKey } from '../domain/keys.js';
@@ -178,7 +178,7 @@ function herdMiss(miss: Miss, freshness: Freshness): HerdMiss {
 /** The reservation was refused (429 budget, 503 storage): besteffort falls back to a stored entry. */
 function refusedAnswer(deps: LookupDeps, miss: Miss, refused: Failure, trace: LookupTrace): Answer {
   const { entry } = miss;
-  if (miss.decision.staleFallback && entry && entry.status === 200) {
+  if (miss.decision.staleFallback && entry && entry.status === 200 && staleUsable(deps.cacheConfig, miss.def.name, entry.storedAt, deps.clock.now())) {
     trace.cache = 'STALE';
     trace.creditsSaved = entry.credits;
     return staleAnswer(entry, miss.requestId, miss.now, entryTtlMs(deps.cacheConfig, miss.def.name, 200), { forwarded: false, code: refused.code });
@@ -208,7 +208,7 @@ function answerFetched(deps: LookupDeps, miss: Miss, result: FetchResult, leader
   }
   if (leader && outcome.maybeCharged) chargeReservation(deps.accounting, requestId, trace);
   const fwdStatus = outcome.upstreamStatus ?? outcome.failure.status;
-  if (miss.decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind)) {
+  if (miss.decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind) && staleUsable(deps.cacheConfig, miss.def.name, entry.storedAt, deps.clock.now())) {
     trace.cache = 'STALE';
     trace.creditsSaved = entry.credits;
     // No attempt means the call never left (breaker open, queue full): nothing was forwarded.

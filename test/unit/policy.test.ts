@@ -52,10 +52,14 @@ describe('decide: strategy × entry age × freshness', () => {
     ['besteffort', 60, entry(5, null), 'fwd:besteffort/60:stale:fallback'],
     ['besteffort', 60, entry(999, 999), 'fwd:besteffort/60:stale:fallback'],
     ['besteffort', 60, entry(1001, 1001), 'fwd:besteffort/60:uri-miss'],
-    // negative entries: replayed for every strategy but fetch while their ttl lasts
+    // negative entries: replayed for every strategy but fetch while their ttl lasts; a 404 to
+    // strict or besteffort only within their maxage (spec §4.6), with no fallback to it; a 513 whatever the maxage (§7.2)
     ['cached', null, entry(10, 10, 404), 'hit'],
-    ['strict', 1, entry(10, 10, 404), 'hit'],
-    ['besteffort', 1, entry(49, 49, 404), 'hit'],
+    ['strict', 1, entry(10, 10, 404), 'fwd:strict/1:stale'],
+    ['besteffort', 1, entry(49, 49, 404), 'fwd:besteffort/1:stale'],
+    ['strict', 60, entry(10, 10, 404), 'hit'],
+    ['besteffort', 60, entry(49, 49, 404), 'hit'],
+    ['strict', 1, entry(100, 100, 513), 'hit'],
     ['cached', null, entry(51, 51, 404), 'fwd:cached:uri-miss'],
     ['cached', null, entry(499, 499, 513), 'hit'],
     ['cached', null, entry(501, 501, 513), 'fwd:cached:uri-miss'],
@@ -114,5 +118,19 @@ describe('coalescing compatibility', () => {
     [f('besteffort', 10), f('cached'), true],
   ])('call %j serves need %j: %s', (call, need, expected) => {
     expect(satisfies(call, need)).toBe(expected);
+  });
+
+  it.each([
+    [f('strict', 60), f('strict', 60), 0, true],
+    [f('strict', 60), f('strict', 60), 20, false],
+    [f('strict', 40), f('strict', 60), 20, true],
+    [f('strict', 40), f('besteffort', 60), 21, false],
+    [f('fetch'), f('strict', 10), 10, true],
+    [f('fetch'), f('strict', 10), 11, false],
+    [f('fetch'), f('fetch'), 3600, true],
+    [f('strict', 60), f('cached'), 3600, true],
+  ])('call %j serves need %j joining %i s after it began: %s', (call, need, elapsedS, expected) => {
+    // A maxage counts from the follower's arrival: the time the call has run counts against it.
+    expect(satisfies(call, need, elapsedS)).toBe(expected);
   });
 });
