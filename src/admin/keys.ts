@@ -101,6 +101,9 @@ export function parseKeyInput(input: KeyInput): KeyPatch {
   if (input.name !== undefined) {
     const name = str('name', input.name);
     if (name.length === 0 || name.length > 200) throw new KeyInputError('name', 'must be 1 to 200 characters');
+    // As a team name: a NUL in particular is text PostgreSQL cannot hold, and would stop migrate-data for good.
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u001f\u007f]/.test(name)) throw new KeyInputError('name', 'must not contain control characters');
     p.name = name;
   }
   if (input.team !== undefined && input.owner !== undefined) throw new KeyInputError('owner', "is the deprecated name of 'team': give one of them");

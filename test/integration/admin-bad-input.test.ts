@@ -51,6 +51,14 @@ describe('the admin API', () => {
     expect(r.json.error.code).toBe('INVALID_PARAMETER');
   });
 
+  it('a key name with a control character (a NUL: text PostgreSQL cannot hold, which stopped migrate-data for good) is refused', async () => {
+    for (const name of ['billing\u0000bot', 'tab\there']) {
+      const r = await admin('POST', '/keys', { name });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toMatchObject({ code: 'INVALID_PARAMETER', message: expect.stringContaining('name') });
+    }
+  });
+
   it('a name that is not valid Unicode (a lone surrogate) is refused, not stored changed', async () => {
     for (const body of [{ name: 'n\ud800' }, { name: 'ok', team: 't\ud800' }]) {
       const r = await admin('POST', '/keys', body);

@@ -43,7 +43,7 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
     await refuseUnlessEmpty(c, source.cache !== null, target);
     const keys = await insertAll(c, 'api_keys', KEY_COLUMNS, source.keys(batchRows));
     // The source's budgets win over a team set on the target before the copy (its keys are the source's).
-    const teams = (await insertRows(c, 'teams', TEAM_COLUMNS, source.teams(), 'ON CONFLICT (name) DO UPDATE SET credits = excluded.credits RETURNING name AS id')).length;
+    const teams = (await insertRows(c, 'teams', TEAM_COLUMNS, source.teams(), 'ON CONFLICT (name) DO UPDATE SET credits = excluded.credits, created_at = LEAST(teams.created_at, excluded.created_at), updated_at = GREATEST(teams.updated_at, excluded.updated_at) RETURNING name AS id')).length;
     const creditUsageRows = await insertAll(c, 'credit_usage', USAGE_COLUMNS, source.creditUsage(batchRows));
     const ledgerRows = await insertAll(c, 'ledger', LEDGER_COLUMNS, source.ledger(batchRows));
     const countedRows = await insertAll(c, 'usage_minute', COUNTED_COLUMNS, source.counted(batchRows));
