@@ -7,6 +7,7 @@ export interface ShaperOptions {
    * at once, at least one slot; 100 lets one tenant take them all.
    */
   readonly tenantSharePercent: number;
+  /** Calls of one tenant allowed to wait: a tenant's flood never takes the others' places in the queue. */
   readonly queueSize: number;
   readonly rateLimit: { readonly count: number; readonly perMs: number } | null;
   readonly clock: Clock;
@@ -83,8 +84,9 @@ export class Shaper {
   acquire(signal?: AbortSignal, priority = false, tenant = ''): Promise<SlotResult> {
     if (this.closed) return Promise.resolve({ ok: false, reason: 'closed' });
     if (signal?.aborted) return Promise.resolve({ ok: false, reason: 'aborted' });
-    if (this.waitingCount === 0 && this.canStart() && this.underShare(tenant)) return Promise.resolve(this.start(tenant));
-    if (!priority && this.waitingCount >= this.opts.queueSize) {
+    // At once when a slot is free and nobody it should wait behind waits: waiters at their share do not count.
+    if (this.canStart() && this.underShare(tenant) && !this.waiting.has(tenant) && !this.startableWaiting()) return Promise.resolve(this.start(tenant));
+    if (!priority && (this.waiting.get(tenant)?.length ?? 0) >= this.opts.queueSize) {
       return Promise.resolve({ ok: false, reason: 'queue_full' });
     }
     return new Promise((resolve) => {
@@ -128,6 +130,12 @@ export class Shaper {
 
   private underShare(tenant: string): boolean {
     return (this.activeBy.get(tenant) ?? 0) < this.perTenant;
+  }
+
+  /** Whether a tenant under its share waits (for a slot, or for the time rules). */
+  private startableWaiting(): boolean {
+    for (const tenant of this.waiting.keys()) if (this.underShare(tenant)) return true;
+    return false;
   }
 
   /** Earliest instant the time-based rules (pause, rate window) allow a start. */
@@ -191,8 +199,7 @@ export class Shaper {
       w.signal?.removeEventListener('abort', w.onAbort);
       w.resolve(this.start(w.tenant));
     }
-    const startable = [...this.waiting.keys()].some((tenant) => this.underShare(tenant));
-    if (!startable || this.active >= Math.max(1, this.opts.maxConcurrency)) {
+    if (!this.startableWaiting() || this.active >= Math.max(1, this.opts.maxConcurrency)) {
       // Nothing waits on time: nobody waits, or only tenants at their share, or a release will pump.
       this.clearTimer();
       return;

@@ -155,18 +155,19 @@ describe('Shaper: a fair share per tenant (team, or key without one)', () => {
     expect(order).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3']);
   });
 
-  it('the queue bound counts every tenant; an aborted waiter leaves its tenant queue', async () => {
-    const s = shaper(1, 100, 2);
+  it('an aborted waiter leaves its tenant queue, freeing its place there', async () => {
+    const s = shaper(1, 100, 1);
     const held = await s.acquire(undefined, false, 'a');
     const ac = new AbortController();
     const aborted = s.acquire(ac.signal, false, 'a');
-    const b = s.acquire(undefined, false, 'b');
-    await expect(s.acquire(undefined, false, 'c')).resolves.toEqual({ ok: false, reason: 'queue_full' });
+    await expect(s.acquire(undefined, false, 'a')).resolves.toEqual({ ok: false, reason: 'queue_full' });
     ac.abort();
     await expect(aborted).resolves.toEqual({ ok: false, reason: 'aborted' });
+    expect(s.queueDepth()).toBe(0);
+    const next = s.acquire(undefined, false, 'a');
     expect(s.queueDepth()).toBe(1);
     release(held);
-    release(await b);
+    release(await next);
     expect(s.inFlight()).toBe(0);
   });
 
@@ -209,5 +210,30 @@ describe('Shaper: a fair share per tenant (team, or key without one)', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe("Shaper: one tenant's flood takes neither the others' slots nor their places in the queue", () => {
+  it('a tenant under its share starts at once beside a queue full of a tenant at its share; the queue bound is per tenant', async () => {
+    const s = new Shaper({ maxConcurrency: 4, tenantSharePercent: 50, queueSize: 2, rateLimit: null, clock: systemClock });
+    const a = [await s.acquire(undefined, false, 'a'), await s.acquire(undefined, false, 'a')];
+    const queued = [s.acquire(undefined, false, 'a'), s.acquire(undefined, false, 'a')];
+    await expect(s.acquire(undefined, false, 'a')).resolves.toEqual({ ok: false, reason: 'queue_full' });
+    const b = await s.acquire(undefined, false, 'b'); // was queue_full: a's waiters filled the one queue
+    expect(b.ok).toBe(true);
+    const b2 = await s.acquire(undefined, false, 'b');
+    expect(b2.ok).toBe(true);
+    // Every slot is taken now: b waits in a place of its own.
+    let b3: SlotResult | null = null;
+    void s.acquire(undefined, false, 'b').then((r) => (b3 = r));
+    await tick();
+    expect(b3).toBeNull();
+    expect(s.queueDepth()).toBe(3);
+    release(b);
+    await tick();
+    expect(b3).toMatchObject({ ok: true });
+    for (const r of [...a, b2, b3!]) release(r);
+    for (const r of await Promise.all(queued)) release(r);
+    expect(s.inFlight()).toBe(0);
   });
 });
