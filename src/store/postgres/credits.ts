@@ -1,7 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
-import { budgetState, PERIODS, periodStart, PROVIDER_SCOPE, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
+import { budgetState, periodStart, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
 import type { Reservation } from '../../domain/ledger.js';
-import { TEAM_SCOPE_PREFIX } from '../../domain/teams.js';
 import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
 import { StorageUnavailable } from '../write-gate.js';
 import { inTransaction } from './pool.js';
@@ -182,65 +181,6 @@ export class PgCredits implements Credits {
     this.recent.clear();
   }
 }
-
-/** Credits charged to a request's key and the provider at `ts` (negative: taken back). */
-export interface Charge {
-  readonly keyId: string;
-  readonly credits: number;
-  readonly ts: number;
-}
-
-/**
- * Inside a ledger transaction: the charges added to every scope, in every period, in one
- * statement. Its rows are locked in one order (scope, period, start) whatever the charges, so
- * that transactions charging several requests (a recovery, a replaced estimate) never wait on
- * each other in a cycle.
- */
-export async function chargeIn(client: PoolClient, charges: readonly Charge[]): Promise<void> {
-  const rows = chargeRows(charges);
-  if (rows.scope.length === 0) return;
-  await client.query(
-    `INSERT INTO credit_usage (scope, period, start, used) ${withTeams(1)}
-     ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used`,
-    [rows.scope, rows.period, rows.start, rows.credits],
-  );
-}
-
-/** The credit_usage rows `charges` move, summed, as one array per column in the order their locks are taken. */
-export function chargeRows(charges: readonly Charge[]): { scope: string[]; period: Period[]; start: number[]; credits: number[] } {
-  const sums = new Map<string, { scope: string; period: Period; start: number; credits: number }>();
-  for (const c of charges) {
-    for (const scope of [c.keyId, PROVIDER_SCOPE]) {
-      for (const period of PERIODS) {
-        const start = periodStart(period, c.ts);
-        const id = JSON.stringify([scope, period, start]);
-        const sum = sums.get(id) ?? { scope, period, start, credits: 0 };
-        sum.credits += c.credits;
-        sums.set(id, sum);
-      }
-    }
-  }
-  const rows = [...sums.values()].filter((s) => s.credits !== 0).sort((a, b) => cmp(a.scope, b.scope) || cmp(a.period, b.period) || a.start - b.start);
-  return { scope: rows.map((r) => r.scope), period: rows.map((r) => r.period), start: rows.map((r) => r.start), credits: rows.map((r) => r.credits) };
-}
-
-/**
- * The rows of `chargeRows` given as parameters $p…$p+3, with each charged key's team added
- * (domain/teams.ts: its budget's usage is charged with the key's), summed, in lock order. The
- * team is read here, in the charge's own statement: what the key's team is when it is written.
- * Sorted in SQL (bytewise, as chargeRows sorts) so that every charge takes its row locks in one
- * order, teams' included, and two never wait on each other in a cycle.
- */
-export function withTeams(p: number): string {
-  const rows = `unnest($${p}::text[], $${p + 1}::text[], $${p + 2}::bigint[], $${p + 3}::bigint[]) AS c(scope, period, start, used)`;
-  return `SELECT x.scope, x.period, x.start, SUM(x.used)::bigint FROM (
-      SELECT c.scope, c.period, c.start, c.used FROM ${rows}
-      UNION ALL
-      SELECT '${TEAM_SCOPE_PREFIX}' || k.owner, c.period, c.start, c.used FROM ${rows} JOIN api_keys k ON k.id = c.scope WHERE k.owner IS NOT NULL
-    ) x GROUP BY x.scope, x.period, x.start HAVING SUM(x.used) <> 0 ORDER BY x.scope COLLATE "C", x.period COLLATE "C", x.start`;
-}
-
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 async function usedIn(db: Queryable, scope: string, period: Period, now: number): Promise<number> {
   const r = await db.query<{ used: string }>('SELECT used FROM credit_usage WHERE scope = $1 AND period = $2 AND start = $3', [scope, period, periodStart(period, now)]);

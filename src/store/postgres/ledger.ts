@@ -1,7 +1,8 @@
 import type { Pool, QueryResultRow } from 'pg';
 import { checkRange, DAY_MS, splitRange, type LedgerRow, type UsageDetail, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
-import { chargeIn, type PgCredits } from './credits.js';
+import { chargeIn } from './charges.js';
+import type { PgCredits } from './credits.js';
 import { DEFAULT_LEASE_MS } from './lease.js';
 import { countedArrays, REPLACE, UPSERT_COUNTED, values } from './ledger-rows.js';
 import { inTransaction } from './pool.js';

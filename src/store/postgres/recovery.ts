@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import type { LedgerRow } from '../../domain/ledger.js';
 import type { Ledger } from '../ports.js';
 import type { StorageLog } from '../backend.js';
-import { chargeIn } from './credits.js';
+import { chargeIn } from './charges.js';
 import { INSERT_MANY, TYPES, values } from './ledger-rows.js';
 import { inTransaction } from './pool.js';
 

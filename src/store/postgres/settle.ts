@@ -1,5 +1,5 @@
 import type { LedgerRow } from '../../domain/ledger.js';
-import { chargeRows, withTeams } from './credits.js';
+import { chargeRows, withTeams } from './charges.js';
 import { COLUMNS, TYPES, values } from './ledger-rows.js';
 import type { Pool } from './pool.js';
 
