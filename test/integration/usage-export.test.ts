@@ -48,7 +48,9 @@ describe('usage export', () => {
     // Names a spreadsheet or a naive parser would trip on: separators, quotes, a line break, formulas.
     keys.quoted = await create('ops, "night" shift', '=HYPERLINK("http://x")');
     keys.minus = await create('-2+3', 'growth');
-    keys.lines = await create('two\r\nlines', 'growth');
+    // A line break: names are refused control characters now, but one stored before that (written here
+    // through the store, below the admin API's checks) must still export whole.
+    keys.lines = s.newKey({ name: 'two\r\nlines', team: 'growth' });
     keys.plain = await create('plain');
     // Day 1 (30 March, 22:00): misses and a hit; day 2 (31 March, 01:00): more of both.
     const get = async (k: string, q: string) => expect((await s.get(`/v1/company?${q}`, { key: keys[k]!.secret })).status).toBe(200);
