@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { holdWriteLock } from '../helpers/lock.js';
+import { ledgerTotals } from '../helpers/ledger-totals.js';
 import { profileUrl, startStack, type Reply, type Stack } from '../helpers/stack.js';
 
 /**
@@ -18,14 +19,7 @@ beforeAll(async () => {
 });
 afterAll(async () => s.close());
 
-function ledger(): { requests: number; credits: number; unsettled: number } {
-  const rows = s.app.costs.ledger.usage(0, ALL, 'key');
-  return {
-    requests: rows.reduce((a, r) => a + r.requests, 0),
-    credits: rows.reduce((a, r) => a + r.credits, 0),
-    unsettled: rows.reduce((a, r) => a + r.unsettled_credits, 0),
-  };
-}
+const ledger = () => ledgerTotals(s);
 
 function expectEnvelope(r: Reply, code: string): void {
   expect(r.json.error.code).toBe(code);

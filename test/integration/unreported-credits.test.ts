@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { creditsReported } from '../../src/gateway/passthrough.js';
 import { profileUrl, startStack, type Stack } from '../helpers/stack.js';
+import { ledgerTotals } from '../helpers/ledger-totals.js';
 
 /**
  * A 2xx whose `meta.credits_used` cannot be read (spec §8.3 says every success reports it) is
@@ -8,7 +9,6 @@ import { profileUrl, startStack, type Stack } from '../helpers/stack.js';
  * reservation's estimate, marked unsettled, never 0 — for lookups and pass-through alike —
  * so that the ledger never holds less than the provider charged (DESIGN §6).
  */
-const ALL = Number.MAX_SAFE_INTEGER;
 const PROFILE_ESTIMATE = 3;
 const PASSTHROUGH_ESTIMATE = 1;
 
@@ -18,14 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => s.close());
 
-function ledger(): { requests: number; credits: number; unsettled: number } {
-  const rows = s.app.costs.ledger.usage(0, ALL, 'key');
-  return {
-    requests: rows.reduce((a, r) => a + r.requests, 0),
-    credits: rows.reduce((a, r) => a + r.credits, 0),
-    unsettled: rows.reduce((a, r) => a + r.unsettled_credits, 0),
-  };
-}
+const ledger = () => ledgerTotals(s);
 
 describe('a charged 2xx that does not say what it charged', () => {
   it('lookup: answered, and its leader charged the estimate, unsettled; followers nothing', async () => {
