@@ -29,8 +29,8 @@ export interface ClusterOptions {
   /** Replica i's own additions to `config`. */
   readonly perReplica?: (i: number) => Tree;
   readonly sim?: SimulatorOptions;
-  /** The database URL the replicas use, from the real one (a proxy's, to cut it); the CLI uses the real one. */
-  readonly replicaDatabaseUrl?: (url: string) => string;
+  /** The database URL replica i uses, from the real one (a proxy's, to cut it); the CLI uses the real one. */
+  readonly replicaDatabaseUrl?: (url: string, i: number) => string;
   readonly redisUrl?: string;
   /** A database to use instead of a fresh one on the machine's server (e.g. a private server the test crashes). */
   readonly database?: { readonly url: string; drop(): Promise<void> };
@@ -97,7 +97,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const env = { ...base, TOLLGATE_DATABASE_URL: db.url, TOLLGATE_CONFIG: configFile('cli', opts.config ?? {}) };
   const replicaEnv = (i: number) => ({
     ...base,
-    TOLLGATE_DATABASE_URL: opts.replicaDatabaseUrl?.(db.url) ?? db.url,
+    TOLLGATE_DATABASE_URL: opts.replicaDatabaseUrl?.(db.url, i) ?? db.url,
     TOLLGATE_CONFIG: configFile(`replica-${i}`, merge(opts.config ?? {}, opts.perReplica?.(i) ?? {})),
   });
   const replicas: Replica[] = [];

@@ -92,6 +92,14 @@ export class PgChangeFeed implements ChangeFeed {
     return () => void this.keyed.delete(mine);
   }
 
+  /**
+   * `topic` changed, as heard another way (redis/change-beacon.ts, for a replica cut off from
+   * PostgreSQL alone): its listeners forget everything of it, as after a lost connection.
+   */
+  heardElsewhere(topic: ChangeTopic): void {
+    this.heard(topic);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);

@@ -168,6 +168,7 @@ export class SharedBackend implements StorageBackend {
     p.keys.close();
     p.cache.close();
     p.rates.close();
+    p.beacon.close();
     await p.changes.close();
     // Its pub/sub connection is a duplicate of the client: ended apart.
     await p.claims.close();

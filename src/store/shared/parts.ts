@@ -18,6 +18,7 @@ import { migrate } from '../postgres/schema.js';
 import { PgSessions } from '../postgres/sessions.js';
 import { PgTeams } from '../postgres/teams.js';
 import { RedisCallClaims } from '../redis/call-claims.js';
+import { RedisChangeBeacon } from '../redis/change-beacon.js';
 import { closeRedis, openRedis, redisPrefixOf, type RedisClientType } from '../redis/client.js';
 import { RedisRateCounters } from '../redis/rate-counters.js';
 import { FallbackRateCounters } from './rate-fallback.js';
@@ -41,6 +42,8 @@ export interface SharedOptions extends BackendOptions {
 /** Everything a SharedBackend holds: its ports, and the connections and timers behind them. */
 export interface SharedParts {
   readonly changes: PgChangeFeed;
+  /** Key changes and purges announced through Redis too, and (for a server) heard from it. */
+  readonly beacon: RedisChangeBeacon;
   readonly keys: RememberedKeys;
   readonly teams: Teams;
   readonly audit: PgAudit;
@@ -84,6 +87,7 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
   const cachePool = openPool(databaseUrl, { max: server ? 4 : 1, asyncCommit: true });
   let redis: RedisClientType | null = null;
   let changes: PgChangeFeed | null = null;
+  let beacon: RedisChangeBeacon | null = null;
   let lease: ReplicaLease | null = null;
   let recovery: AbandonedRecovery | null = null;
   try {
@@ -100,17 +104,21 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     // Reservations of replicas that died are charged before this one serves, then every few seconds.
     await recovery?.run();
     recovery?.start(RECOVERY_EVERY_MS);
-    const cache = new RememberedCache(await PgResponseCache.open(cachePool), changes, server ? config.cache.memoryMaxBytes : 0);
     const prefix = opts.redisPrefix ?? redisPrefixOf(databaseUrl);
+    const feed = changes;
+    // A command announces its changes; a server also listens for them (for when it is cut off from PostgreSQL alone).
+    const announced = (beacon = new RedisChangeBeacon(redis, prefix, server ? (topic) => feed.heardElsewhere(topic) : null, { log }));
+    const cache = new RememberedCache(await PgResponseCache.open(cachePool), changes, server ? config.cache.memoryMaxBytes : 0, () => announced.announce('cache'));
     const rates = new FallbackRateCounters(new RedisRateCounters(redis, prefix), config.limits.onStoreFailure, clock, log);
     const claims = new RedisCallClaims(redis, prefix);
     const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
-    const keys = new RememberedKeys(table, changes);
+    const keys = new RememberedKeys(table, changes, () => announced.announce('keys'));
     const teams = rememberedTeams(new PgTeams(pool, clock, audit), keys);
     const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
-    return { pool, leasePool, cachePool, redis, lease, recovery, retention, changes, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, log, server };
+    return { pool, leasePool, cachePool, redis, lease, recovery, retention, changes, beacon, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, log, server };
   } catch (err) {
     await recovery?.stop();
+    beacon?.close();
     await changes?.close();
     if (redis) closeRedis(redis);
     await lease?.stop().catch(() => {});

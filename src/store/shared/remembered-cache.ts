@@ -15,7 +15,9 @@ import { MemoryTier } from './memory-tier.js';
  * it read, which may predate the change.
  *
  * While PostgreSQL is down, held entries keep being served: no replica can change the cache
- * then. The notification connection, once back, announces everything as changed.
+ * then. The notification connection, once back, announces everything as changed. A purge is
+ * also announced through Redis (redis/change-beacon.ts), for a replica cut off from PostgreSQL
+ * alone: it forgets what it holds rather than serve what was purged.
  */
 export class RememberedCache implements ResponseCache {
   private readonly tier: MemoryTier;
@@ -35,6 +37,8 @@ export class RememberedCache implements ResponseCache {
     private readonly shared: PgResponseCache,
     changes: PgChangeFeed,
     memoryMaxBytes: number,
+    /** Tells the replicas that cannot hear PostgreSQL's notification of a purge (redis/change-beacon.ts); never rejects. */
+    private readonly announcePurge: () => Promise<void> = () => Promise.resolve(),
   ) {
     this.tier = new MemoryTier(memoryMaxBytes);
     this.unsubscribe = changes.onChange((c) => {
@@ -95,6 +99,7 @@ export class RememberedCache implements ResponseCache {
       return await this.shared.purge(filter);
     } finally {
       this.forgetAll();
+      await this.announcePurge();
     }
   }
 

@@ -19,7 +19,10 @@ const REMEMBERED_MAX = 10_000;
  * remembered too: a client retrying a wrong key costs the database nothing.
  *
  * While PostgreSQL is down, keys remembered keep working and others are refused as a storage
- * failure: nobody can change a key then, so what is remembered is still true.
+ * failure: nobody can change a key then, so what is remembered is still true. A replica cut
+ * off from PostgreSQL alone, while others change keys, hears of the change through Redis
+ * (redis/change-beacon.ts) and forgets what it remembers: its requests then fail as storage
+ * failures rather than accept a key revoked meanwhile.
  */
 export class RememberedKeys implements Keys {
   private readonly found = new Map<string, FoundKey | null>();
@@ -30,6 +33,8 @@ export class RememberedKeys implements Keys {
   constructor(
     private readonly table: PgKeys,
     changes: PgChangeFeed,
+    /** Tells the replicas that cannot hear PostgreSQL's notification (redis/change-beacon.ts); never rejects. */
+    private readonly announce: () => Promise<void> = () => Promise.resolve(),
   ) {
     this.unsubscribe = changes.onChange((c) => {
       if (c.topic === 'keys') this.forget();
@@ -78,8 +83,9 @@ export class RememberedKeys implements Keys {
    * Something keys are read with changed (a team's budget, shared/backend.ts): this replica's
    * next request reads its key again, before the notification comes back.
    */
-  changed(): void {
+  changed(): Promise<void> {
     this.forget();
+    return this.announce();
   }
 
   /** How many secrets are remembered (metrics, tests). */
@@ -92,12 +98,15 @@ export class RememberedKeys implements Keys {
     this.forget();
   }
 
-  /** This replica's own change is seen by its next request, before the notification comes back. */
+  /**
+   * This replica's own change is seen by its next request, before the notification comes back;
+   * the others are told through Redis too before the change is answered as done.
+   */
   private async changing<T>(p: Promise<T>): Promise<T> {
     try {
       return await p;
     } finally {
-      this.forget();
+      await this.changed();
     }
   }
 
