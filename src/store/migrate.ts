@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { cacheOriginIdentity } from '../domain/cache-origin.js';
 import { StartupError } from '../domain/startup-error.js';
 import { importInstallation } from './postgres/import.js';
 import { withMigratedDatabase } from './postgres/migrated.js';
@@ -13,6 +14,11 @@ export type { CopyReport, PrunedDaysCopied } from './transfer.js';
  * `tollgate migrate-data`. Re-exported by open.ts, the CLI's one way to storage.
  */
 
+/** The configured upstream's cache origin (domain/cache-origin.ts), or null without one. */
+function cacheOrigin(config: Readonly<Config>): string | null {
+  return config.upstream.url === null ? null : cacheOriginIdentity(config.upstream.url, config.network.domain);
+}
+
 function databaseUrl(config: Readonly<Config>): string {
   const url = config.storage.databaseUrl;
   if (!url) throw new Error('storage.databaseUrl is not set (the caller checks it first)');
@@ -25,7 +31,7 @@ function databaseUrl(config: Readonly<Config>): string {
  */
 export async function migrateSharedSchema(config: Readonly<Config>): Promise<{ location: string; from: number; to: number }> {
   const url = databaseUrl(config);
-  return withMigratedDatabase(url, async (_pool, schema) => ({ location: databaseLocation(url), ...schema }));
+  return withMigratedDatabase(url, cacheOrigin(config), async (_pool, schema) => ({ location: databaseLocation(url), ...schema }));
 }
 
 /**
@@ -39,7 +45,7 @@ export async function migrateEmbeddedData(config: Readonly<Config>, opts: { from
   const to = databaseLocation(url);
   const source = openSqliteExport(opts.from, { cache: opts.cache, upstreamUrl: config.upstream.url, networkDomain: config.network.domain });
   try {
-    return await withMigratedDatabase(url, async (pool, schema) => {
+    return await withMigratedDatabase(url, cacheOrigin(config), async (pool, schema) => {
       // Read before the copy commits, so that nothing can fail after it.
       const notCopied = { rateWindows: source.rateWindows() };
       const copied = await importInstallation(pool, source, to).catch((err: unknown) => {

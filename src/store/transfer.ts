@@ -60,6 +60,8 @@ export interface CacheRecord {
   readonly size: number;
   readonly lastAccess: number;
   readonly hits: number;
+  /** The upstream the answer came from (domain/cache-origin.ts), as its cache recorded it. */
+  readonly origin: string;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface ClusterOptions {
   /** Replica i's own additions to `config`. */
   readonly perReplica?: (i: number) => Tree;
   readonly sim?: SimulatorOptions;
+  /** Replica i's own environment additions (an upstream of its own, say). */
+  readonly perReplicaEnv?: (i: number) => Record<string, string>;
   /** The database URL replica i uses, from the real one (a proxy's, to cut it); the CLI uses the real one. */
   readonly replicaDatabaseUrl?: (url: string, i: number) => string;
   readonly redisUrl?: string;
@@ -99,6 +101,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     ...base,
     TOLLGATE_DATABASE_URL: opts.replicaDatabaseUrl?.(db.url, i) ?? db.url,
     TOLLGATE_CONFIG: configFile(`replica-${i}`, merge(opts.config ?? {}, opts.perReplica?.(i) ?? {})),
+    ...opts.perReplicaEnv?.(i),
   });
   const replicas: Replica[] = [];
   const children = new Set<ChildProcess>();

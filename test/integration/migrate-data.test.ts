@@ -1,3 +1,5 @@
+import { cacheOriginIdentity } from '../../src/domain/cache-origin.js';
+import { DEFAULT_NETWORK_DOMAIN } from '../../src/domain/identity.js';
 import type { Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
@@ -137,7 +139,8 @@ describe('tollgate migrate-data', () => {
     expect(report.not_copied.rate_windows).toBeGreaterThan(0);
 
     // The cache: every entry, its hits, and totals recounted.
-    const cache = await PgResponseCache.open(pool);
+    // Entries copied carry the upstream cache.db recorded (the one configured): read as a replica of it reads them.
+    const cache = await PgResponseCache.open(pool, cacheOriginIdentity(inst.upstreamUrl, DEFAULT_NETWORK_DOMAIN));
     const sqliteStats = expected.cacheStore.stats();
     expect(report.cache).toEqual({ entries: sqliteStats.entries, bytes: sqliteStats.bytes });
     expect(await cache.readStats()).toEqual(sqliteStats);

@@ -23,18 +23,24 @@ export interface Row {
 }
 
 const COLUMNS = 'key, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size';
-export const GET = `SELECT ${COLUMNS} FROM cache_entries WHERE key = $1`;
+/**
+ * An entry of key $1 stored from upstream $2 (cacheOriginIdentity): replicas pointed at another
+ * provider or network, during a change of `upstream.url` say, store the same keys, and each
+ * must find only the answers of its own.
+ */
+export const GET = `SELECT ${COLUMNS} FROM cache_entries WHERE key = $1 AND origin = $2`;
 
 /**
  * Store an entry, move the totals and notify the replicas, in one statement (PgResponseCache.put
- * says why). Parameters: the entry's columns in COLUMNS' order, then the notification's payload.
+ * says why). Parameters: the entry's columns in COLUMNS' order, the notification's payload, then
+ * the entry's origin. One entry per key whatever its origin: the last store wins.
  */
 export const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 FOR UPDATE),
   stored AS (
-    INSERT INTO cache_entries (${COLUMNS}, last_access)
-    SELECT $1::text, $2::text, $3::text, $4::integer, $5::text, $6::text, $7::text, $8::text, $9::bigint, $10::bigint, $11::bigint, $12::bigint, $9::bigint
+    INSERT INTO cache_entries (${COLUMNS}, last_access, origin)
+    SELECT $1::text, $2::text, $3::text, $4::integer, $5::text, $6::text, $7::text, $8::text, $9::bigint, $10::bigint, $11::bigint, $12::bigint, $9::bigint, $14::text
     WHERE (SELECT count(*) FROM old) >= 0
-    ON CONFLICT (key) DO UPDATE SET endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
+    ON CONFLICT (key) DO UPDATE SET origin = excluded.origin, endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
       meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message, stored_at = excluded.stored_at,
       fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0
     RETURNING (xmax = 0) AS inserted),

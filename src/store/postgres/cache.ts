@@ -16,7 +16,7 @@ const EVICT_BATCH = 500;
  * The response cache in PostgreSQL, shared by every replica: an answer stored through one is
  * found by all. Hits are counted in memory and written by flush(); the byte and entry totals
  * live in a counters row moved in each writing transaction, mirrored here as last written.
- * (A per-replica in-memory tier, invalidated by change notifications, is the next step.)
+ * Each entry records the upstream it came from, and a replica reads only its own upstream's.
  */
 export class PgResponseCache implements ResponseCache {
   private bytes = 0;
@@ -24,10 +24,14 @@ export class PgResponseCache implements ResponseCache {
   private misses = 0;
   private readonly hits = new Map<string, { n: number; at: number }>();
 
-  private constructor(private readonly pool: Pool) {}
+  private constructor(
+    private readonly pool: Pool,
+    /** The upstream this replica's answers come from (cacheOriginIdentity): it reads only entries stored from it. */
+    private readonly origin: string,
+  ) {}
 
-  static async open(pool: Pool): Promise<PgResponseCache> {
-    const c = new PgResponseCache(pool);
+  static async open(pool: Pool, origin: string): Promise<PgResponseCache> {
+    const c = new PgResponseCache(pool, origin);
     await c.refreshTotals();
     return c;
   }
@@ -40,7 +44,7 @@ export class PgResponseCache implements ResponseCache {
 
   async get(key: string): Promise<CacheEntry | null> {
     // Named: each connection parses and plans it once, not on every miss (and every hit it reads).
-    const r = await this.pool.query<Row>({ name: 'tg_cache_get', text: GET, values: [key] });
+    const r = await this.pool.query<Row>({ name: 'tg_cache_get', text: GET, values: [key, this.origin] });
     return r.rows[0] ? toEntry(r.rows[0]) : null;
   }
 
@@ -67,6 +71,7 @@ export class PgResponseCache implements ResponseCache {
       e.credits,
       sizeOf(e),
       changePayload('cache', e.key),
+      this.origin,
     ] });
     this.mirror(r.rows);
   }

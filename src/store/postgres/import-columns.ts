@@ -97,6 +97,7 @@ export const CACHE_COLUMNS: Column<CacheRecord>[] = [
   col('size', 'bigint', (e) => e.size),
   col('last_access', 'bigint', (e) => e.lastAccess),
   col('hits', 'bigint', (e) => e.hits),
+  col('origin', 'text', (e) => e.origin),
 ];
 
 /** An audit entry as stored: before and after arrive as JSON text, cast to jsonb. */

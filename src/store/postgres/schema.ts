@@ -200,20 +200,36 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (alert_id, webhook)
    );
    CREATE INDEX alert_deliveries_due ON alert_deliveries (state, next_at)`,
+  // 11: which upstream each cached answer is true of (domain/cache-origin.ts); a replica reads
+  // only its own upstream's entries. Entries stored before get migrate's `cacheOrigin`.
+  originColumn('NULL'),
 ];
+
+/** Migration 11, with the value the entries stored before it get (without a table rewrite: a column default at ADD). */
+function originColumn(value: string): string {
+  return `ALTER TABLE cache_entries ADD COLUMN origin text DEFAULT ${value};
+   ALTER TABLE cache_entries ALTER COLUMN origin DROP DEFAULT`;
+}
+const ORIGIN_MIGRATION = 10;
 
 /**
  * Bring the schema up to date; returns the version it was at. Safe to run from many processes
  * at once. `upTo` stops at an older version: how a test makes the database a previous release left.
+ * `cacheOrigin` is the upstream of the process that migrates (cacheOriginIdentity): cache
+ * entries stored before their origin was recorded are taken to be of it, as they were served
+ * until then; without it they are of none, and never served again.
  */
-export async function migrate(pool: Pool, upTo = MIGRATIONS.length): Promise<{ from: number; to: number }> {
+export async function migrate(pool: Pool, upTo = MIGRATIONS.length, opts: { cacheOrigin?: string } = {}): Promise<{ from: number; to: number }> {
   return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await client.query('CREATE TABLE IF NOT EXISTS tollgate_schema (version integer NOT NULL)');
     const from = await version(client);
     if (from > MIGRATIONS.length) throw new Error(`the database's schema (version ${from}) is newer than this build's (${MIGRATIONS.length}); upgrade Tollgate`);
     const to = Math.max(from, Math.min(upTo, MIGRATIONS.length));
-    for (let v = from; v < to; v++) await client.query(MIGRATIONS[v]!);
+    for (let v = from; v < to; v++) {
+      const origin = v === ORIGIN_MIGRATION && opts.cacheOrigin !== undefined ? client.escapeLiteral(opts.cacheOrigin) : null;
+      await client.query(origin === null ? MIGRATIONS[v]! : originColumn(origin));
+    }
     await client.query('DELETE FROM tollgate_schema');
     await client.query('INSERT INTO tollgate_schema (version) VALUES ($1)', [to]);
     return { from, to };

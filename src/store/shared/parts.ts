@@ -1,4 +1,5 @@
 import type { Config } from '../../config.js';
+import { cacheOriginIdentity } from '../../domain/cache-origin.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import type { BackendOptions, StorageLog } from '../backend.js';
 import { LastUsedBatcher } from '../last-used.js';
@@ -90,8 +91,11 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
   let beacon: RedisChangeBeacon | null = null;
   let lease: ReplicaLease | null = null;
   let recovery: AbandonedRecovery | null = null;
+  // Which upstream the cache's answers must come from; a command without one reads no entries.
+  const upstreamUrl = opts.upstreamUrl ?? config.upstream.url;
+  const origin = upstreamUrl === null ? null : cacheOriginIdentity(upstreamUrl, config.network.domain);
   try {
-    await migrate(pool);
+    await migrate(pool, undefined, origin === null ? {} : { cacheOrigin: origin });
     redis = await openRedis(redisUrl, log);
     changes = await PgChangeFeed.open(databaseUrl, { log });
     if (leasePool) lease = await ReplicaLease.start(leasePool, { log, onLost: () => log?.warn({}, 'this replica\'s lease had lapsed; its reservations may have been charged at their estimates') });
@@ -108,7 +112,7 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     const feed = changes;
     // A command announces its changes; a server also listens for them (for when it is cut off from PostgreSQL alone).
     const announced = (beacon = new RedisChangeBeacon(redis, prefix, server ? (topic) => feed.heardElsewhere(topic) : null, { log }));
-    const cache = new RememberedCache(await PgResponseCache.open(cachePool), changes, server ? config.cache.memoryMaxBytes : 0, () => announced.announce('cache'));
+    const cache = new RememberedCache(await PgResponseCache.open(cachePool, origin ?? ''), changes, server ? config.cache.memoryMaxBytes : 0, () => announced.announce('cache'));
     const rates = new FallbackRateCounters(new RedisRateCounters(redis, prefix), config.limits.onStoreFailure, clock, log);
     const claims = new RedisCallClaims(redis, prefix);
     const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });

@@ -1,30 +1,12 @@
-import { DEFAULT_NETWORK_DOMAIN } from '../../domain/identity.js';
 import type { DB } from './db.js';
 
-/**
- * Which upstream a cache.db's entries came from. An answer is only true of the provider that
- * gave it: the simulator's synthetic profiles must never be served as the real provider's,
- * nor a staging provider's as production's. The server records its upstream in the file and,
- * at startup, refuses a file recorded for another one (openServingCacheDb in cache-file.ts moves it aside).
- */
+export { cacheOriginIdentity, upstreamIdentity } from '../../domain/cache-origin.js';
 
-/** Scheme, host, port and path prefix: what decides which provider answers. No credentials. */
-export function upstreamIdentity(url: string): string {
-  const u = new URL(url);
-  return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`;
-}
-
-/**
- * What a cache.db's entries are true of: the upstream, and the network whose URLs key them
- * (config network.domain) when it is not the default. URL identities are keyed by path
- * (`/in/x`), and ids are the network's own, so the same provider asked about another network
- * answers for other members. The default network adds nothing, so that files recorded before
- * the network was part of the record keep their entries.
+/*
+ * Which upstream a cache.db's entries came from (domain/cache-origin.ts says why it matters).
+ * The server records its upstream in the file and, at startup, refuses a file recorded for
+ * another one (openServingCacheDb in cache-file.ts moves it aside).
  */
-export function cacheOriginIdentity(upstreamUrl: string, networkDomain: string): string {
-  const upstream = upstreamIdentity(upstreamUrl);
-  return networkDomain === DEFAULT_NETWORK_DOMAIN ? upstream : `${upstream} (network ${networkDomain})`;
-}
 
 export type OriginCheck =
   /** Recorded for this upstream, or an empty file nobody claimed yet. */

@@ -13,7 +13,7 @@ type RawLedgerRow = Record<'request_id' | 'key_id' | 'endpoint', string> &
   Record<'upstream_ms' | 'total_ms', number | null>;
 
 type RawCacheRow = Record<'key' | 'endpoint' | 'identity', string> &
-  Record<'data' | 'meta' | 'error_code' | 'error_message', string | null> &
+  Record<'data' | 'meta' | 'error_code' | 'error_message' | 'origin', string | null> &
   Record<'status' | 'stored_at' | 'credits' | 'size' | 'last_access' | 'hits', number> & { fresh_as_of: number | null };
 
 /** Rows of `sql` mapped, `n` at a time; the statement stays open between batches (nothing else reads this connection meanwhile). */
@@ -46,7 +46,8 @@ export class InstallationReader implements InstallationSource {
         batches<RawCacheRow, CacheRecord>(
           cacheDb,
           `SELECT e.key, e.endpoint, e.identity, e.status, e.data, e.meta, e.error_code, e.error_message, e.stored_at, e.fresh_as_of, e.credits, e.size,
-             COALESCE(a.last_access, e.last_access) AS last_access, COALESCE(a.hits, 0) AS hits
+             COALESCE(a.last_access, e.last_access) AS last_access, COALESCE(a.hits, 0) AS hits,
+             (SELECT value FROM meta WHERE name = 'upstream') AS origin
            FROM entries e LEFT JOIN access a ON a.id = e.rowid`,
           n,
           (r) => ({
@@ -64,6 +65,8 @@ export class InstallationReader implements InstallationSource {
             size: r.size,
             lastAccess: r.last_access,
             hits: r.hits,
+            // openSqliteExport refuses a cache.db with entries and no record.
+            origin: r.origin ?? '',
           }),
         ),
       counters: () => {

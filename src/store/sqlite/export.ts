@@ -80,9 +80,9 @@ function openExclusively(file: string, part: 'main' | 'cache', version: number, 
 }
 
 /**
- * The shared backend serves whatever its cache holds, with no record of which provider gave
- * it: answers of another upstream (the simulator's synthetic profiles, a staging provider)
- * must not be carried into it.
+ * Entries are copied with the upstream cache.db recorded, which must be the target's: answers
+ * of another upstream (the simulator's synthetic profiles, a staging provider), or of one
+ * nobody recorded, would be copied only to be served by no replica, or by the wrong one.
  */
 function checkOrigin(db: DB, upstreamUrl: string | null, networkDomain: string): void {
   if (db.prepare('SELECT 1 FROM entries LIMIT 1').get() === undefined) return;
