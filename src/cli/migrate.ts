@@ -26,6 +26,9 @@ function printReport(r: CopyReport): void {
     `  open reservations:  ${r.reservationsCharged.requests} charged at their estimates (${r.reservationsCharged.credits} credits), as unsettled ledger rows`,
     `  cache entries:      ${r.cache ? `${r.cache.entries} (${r.cache.bytes} bytes)` : 'not copied (no --cache)'}`,
   ];
+  if (r.nulReplaced > 0) {
+    lines.push(`Changed: ${r.nulReplaced} value(s) held a NUL character, which PostgreSQL cannot store (a key or team name stored before names refused control characters); each NUL was copied as U+FFFD (\uFFFD).`);
+  }
   if (r.notCopied.rateWindows > 0) {
     lines.push(`Not copied: ${r.notCopied.rateWindows} rate-limit window(s); the shared backend counts requests in Redis from now on.`);
   }
@@ -48,6 +51,7 @@ export function copyReportView(r: CopyReport) {
     pruned_days: { days: p.days, totals_rows: p.totalsRows, requests: p.requests, credits: p.credits, raw_from: p.rawFrom },
     reservations_charged: r.reservationsCharged,
     cache: r.cache,
+    nul_replaced: r.nulReplaced,
     not_copied: { rate_windows: r.notCopied.rateWindows },
   };
 }

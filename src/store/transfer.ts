@@ -167,6 +167,8 @@ export interface CopyReport {
   readonly reservationsCharged: { readonly requests: number; readonly credits: number };
   /** null when the cache was not asked for. */
   readonly cache: { readonly entries: number; readonly bytes: number } | null;
+  /** Copied values that held a NUL (U+0000), which PostgreSQL cannot store: each NUL written as U+FFFD. */
+  readonly nulReplaced: number;
   readonly notCopied: {
     readonly rateWindows: number;
   };

@@ -111,25 +111,47 @@ export const AUDIT_COLUMNS: Column<AuditRecord>[] = [
   col('after', 'text', (e) => e.after, 'jsonb'),
 ];
 
+/** How many copied values held a NUL, written as U+FFFD instead (storable below). */
+export interface NulCount {
+  replaced: number;
+}
+
+/** An escaped NUL in JSON text: `\u0000` after an even run of backslashes (an odd one escapes the backslash). */
+const JSON_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/**
+ * A value as PostgreSQL can take it. SQLite's text holds U+0000; PostgreSQL's text and jsonb
+ * cannot, and a single one failed the whole copy (a key name stored before names refused
+ * control characters, and its audit entry). Each NUL becomes U+FFFD, counted: the copy goes
+ * through, and its report says how many values were changed.
+ */
+function storable(v: unknown, cast: string | undefined, nul: NulCount | undefined): unknown {
+  if (typeof v !== 'string') return v;
+  let out = v.includes('\u0000') ? v.replaceAll('\u0000', '\uFFFD') : v;
+  if (cast === 'jsonb' && out.includes('\\u0000')) out = out.replace(JSON_NUL, '$1\\ufffd');
+  if (out !== v && nul) nul.replaced++;
+  return out;
+}
+
 /**
  * `rows` in one statement: an array per column, unnested. Columns are named, so a table with
  * more columns (nullable or defaulted, added by a later migration) takes the rows as well.
  */
-export async function insertRows<R>(c: PoolClient, table: string, columns: readonly Column<R>[], rows: readonly R[], tail = ''): Promise<string[]> {
+export async function insertRows<R>(c: PoolClient, table: string, columns: readonly Column<R>[], rows: readonly R[], tail = '', nul?: NulCount): Promise<string[]> {
   const names = columns.map((x) => x.name).join(', ');
   const picks = columns.map((x) => (x.cast ? `${x.name}::${x.cast}` : x.name)).join(', ');
   const arrays = columns.map((x, i) => `$${i + 1}::${x.type}[]`).join(', ');
   const r = await c.query<{ id: string }>(
     `INSERT INTO ${table} (${names}) SELECT ${picks} FROM unnest(${arrays}) AS t(${names}) ${tail}`,
-    columns.map((x) => rows.map(x.value)),
+    columns.map((x) => rows.map((r) => storable(x.value(r), x.cast, nul))),
   );
   return r.rows.map((x) => x.id);
 }
 
-export async function insertAll<R>(c: PoolClient, table: string, columns: readonly Column<R>[], batches: Iterable<R[]>): Promise<number> {
+export async function insertAll<R>(c: PoolClient, table: string, columns: readonly Column<R>[], batches: Iterable<R[]>, nul?: NulCount): Promise<number> {
   let n = 0;
   for (const rows of batches) {
-    await insertRows(c, table, columns, rows);
+    await insertRows(c, table, columns, rows, '', nul);
     n += rows.length;
   }
   return n;

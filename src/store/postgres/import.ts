@@ -3,7 +3,7 @@ import { PERIODS, periodStart, PROVIDER_SCOPE } from '../../domain/credits.js';
 import { abandonedCharge, DAY_MS, type LedgerRow } from '../../domain/ledger.js';
 import { StartupError } from '../../domain/startup-error.js';
 import type { CacheSource, InstallationSource, PrunedDaysCopied } from '../transfer.js';
-import { AUDIT_COLUMNS, CACHE_COLUMNS, COUNTED_COLUMNS, DAILY_COLUMNS, insertAll, insertRows, KEY_COLUMNS, LEDGER_COLUMNS, TEAM_COLUMNS, USAGE_COLUMNS } from './import-columns.js';
+import { AUDIT_COLUMNS, CACHE_COLUMNS, COUNTED_COLUMNS, DAILY_COLUMNS, insertAll, insertRows, KEY_COLUMNS, LEDGER_COLUMNS, TEAM_COLUMNS, USAGE_COLUMNS, type NulCount } from './import-columns.js';
 import { NOTIFY_SQL } from './change-feed.js';
 import { teamScope } from '../../domain/teams.js';
 import { inTransaction } from './pool.js';
@@ -21,6 +21,8 @@ export interface ImportResult {
   prunedDays: PrunedDaysCopied;
   reservationsCharged: { requests: number; credits: number };
   cache: { entries: number; bytes: number } | null;
+  /** Copied values that held a NUL, which PostgreSQL cannot store: written with U+FFFD (import-columns.ts). */
+  nulReplaced: number;
 }
 
 /**
@@ -41,20 +43,21 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
     // Writers (a replica started too early, a second copy) wait for this one instead of slipping in beside it.
     await c.query(`LOCK TABLE api_keys, credit_usage, reservations, ledger, usage_minute, usage_daily${source.cache ? ', cache_entries' : ''} IN EXCLUSIVE MODE`);
     await refuseUnlessEmpty(c, source.cache !== null, target);
-    const keys = await insertAll(c, 'api_keys', KEY_COLUMNS, source.keys(batchRows));
+    const nul: NulCount = { replaced: 0 };
+    const keys = await insertAll(c, 'api_keys', KEY_COLUMNS, source.keys(batchRows), nul);
     // The source's budgets win over a team set on the target before the copy (its keys are the source's).
-    const teams = (await insertRows(c, 'teams', TEAM_COLUMNS, source.teams(), 'ON CONFLICT (name) DO UPDATE SET credits = excluded.credits, created_at = LEAST(teams.created_at, excluded.created_at), updated_at = GREATEST(teams.updated_at, excluded.updated_at) RETURNING name AS id')).length;
-    const creditUsageRows = await insertAll(c, 'credit_usage', USAGE_COLUMNS, source.creditUsage(batchRows));
-    const ledgerRows = await insertAll(c, 'ledger', LEDGER_COLUMNS, source.ledger(batchRows));
-    const countedRows = await insertAll(c, 'usage_minute', COUNTED_COLUMNS, source.counted(batchRows));
-    const prunedDays = await copyPrunedDays(c, source, batchRows);
+    const teams = (await insertRows(c, 'teams', TEAM_COLUMNS, source.teams(), 'ON CONFLICT (name) DO UPDATE SET credits = excluded.credits, created_at = LEAST(teams.created_at, excluded.created_at), updated_at = GREATEST(teams.updated_at, excluded.updated_at) RETURNING name AS id', nul)).length;
+    const creditUsageRows = await insertAll(c, 'credit_usage', USAGE_COLUMNS, source.creditUsage(batchRows), nul);
+    const ledgerRows = await insertAll(c, 'ledger', LEDGER_COLUMNS, source.ledger(batchRows), nul);
+    const countedRows = await insertAll(c, 'usage_minute', COUNTED_COLUMNS, source.counted(batchRows), nul);
+    const prunedDays = await copyPrunedDays(c, source, batchRows, nul);
     // Every entry as it was (id, time, actor, before/after): the log reads the same on the replicas.
-    const auditEntries = await insertAll(c, 'audit_log', AUDIT_COLUMNS, source.audit(batchRows));
-    const reservationsCharged = await chargeReservations(c, source.reservations().map(abandonedCharge), batchRows);
-    const cache = source.cache ? await copyCache(c, source.cache, batchRows) : null;
+    const auditEntries = await insertAll(c, 'audit_log', AUDIT_COLUMNS, source.audit(batchRows), nul);
+    const reservationsCharged = await chargeReservations(c, source.reservations().map(abandonedCharge), batchRows, nul);
+    const cache = source.cache ? await copyCache(c, source.cache, batchRows, nul) : null;
     await c.query(NOTIFY_SQL, ['keys']);
     if (cache) await c.query(NOTIFY_SQL, ['cache']);
-    return { keys, teams, creditUsageRows, ledgerRows, countedRows, auditEntries, prunedDays, reservationsCharged, cache };
+    return { keys, teams, creditUsageRows, ledgerRows, countedRows, auditEntries, prunedDays, reservationsCharged, cache, nulReplaced: nul.replaced };
   });
 }
 
@@ -76,7 +79,7 @@ async function refuseUnlessEmpty(c: PoolClient, withCache: boolean, target: stri
  * inserted (a request id the ledger already holds was settled, as the embedded ledger's
  * INSERT OR IGNORE decides).
  */
-async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: number): Promise<{ requests: number; credits: number }> {
+async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: number, nul: NulCount): Promise<{ requests: number; credits: number }> {
   const charges = new Map<string, { scope: string; period: string; start: number; used: number }>();
   // Charged to the key's team too, as a settle would (credits.ts withTeams).
   const owners = await c.query<{ id: string; owner: string }>('SELECT id, owner FROM api_keys WHERE owner IS NOT NULL AND id = ANY ($1)', [[...new Set(rows.map((r) => r.keyId))]]);
@@ -85,7 +88,7 @@ async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: n
   let credits = 0;
   for (let i = 0; i < rows.length; i += batchRows) {
     const batch = rows.slice(i, i + batchRows);
-    const inserted = new Set(await insertRows(c, 'ledger', LEDGER_COLUMNS, batch, 'ON CONFLICT (request_id) DO NOTHING RETURNING request_id AS id'));
+    const inserted = new Set(await insertRows(c, 'ledger', LEDGER_COLUMNS, batch, 'ON CONFLICT (request_id) DO NOTHING RETURNING request_id AS id', nul));
     for (const row of batch) {
       if (!inserted.has(row.requestId)) continue;
       requests++;
@@ -113,13 +116,13 @@ async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: n
  * The daily totals of pruned days, and the mark of the first day held raw: PostgreSQL then
  * reports those days whole, and refuses a range edge inside one, as the embedded ledger did.
  */
-async function copyPrunedDays(c: PoolClient, source: InstallationSource, batchRows: number): Promise<PrunedDaysCopied> {
+async function copyPrunedDays(c: PoolClient, source: InstallationSource, batchRows: number, nul: NulCount): Promise<PrunedDaysCopied> {
   const days = new Set<number>();
   let totalsRows = 0;
   let requests = 0;
   let credits = 0;
   for (const batch of source.prunedTotals(batchRows)) {
-    await insertRows(c, 'usage_daily', DAILY_COLUMNS, batch);
+    await insertRows(c, 'usage_daily', DAILY_COLUMNS, batch, '', nul);
     for (const d of batch) {
       days.add(d.day);
       requests += d.requests;
@@ -134,8 +137,8 @@ async function copyPrunedDays(c: PoolClient, source: InstallationSource, batchRo
 }
 
 /** Entries with their hit counts; the totals recounted from the table, the lifetime hits and misses added. */
-async function copyCache(c: PoolClient, cache: CacheSource, batchRows: number): Promise<{ entries: number; bytes: number }> {
-  await insertAll(c, 'cache_entries', CACHE_COLUMNS, cache.entries(batchRows));
+async function copyCache(c: PoolClient, cache: CacheSource, batchRows: number, nul: NulCount): Promise<{ entries: number; bytes: number }> {
+  await insertAll(c, 'cache_entries', CACHE_COLUMNS, cache.entries(batchRows), nul);
   const { hits, misses } = cache.counters();
   const r = await c.query<{ name: string; value: string }>(
     `UPDATE cache_counters SET value = CASE name
