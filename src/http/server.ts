@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { trustedProxies } from './client-ip.js';
 import { controlPlane } from './control-plane.js';
 import { dataPlane } from './data-plane.js';
@@ -19,6 +19,11 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const trusted = trustedProxies(config.server.trustedProxies);
   const data = dataPlane(deps, trusted);
   const app = controlPlane(deps, trusted, (fastifyHandler) => {
+    const handle = (req: IncomingMessage, res: ServerResponse): void => {
+      if (readsNoFurther(req)) res.setHeader('connection', 'close');
+      if (isV1Path(req.url!)) data.handle(req, res);
+      else fastifyHandler(req, res);
+    };
     const server = createServer(
       {
         maxHeaderSize: config.server.maxHeaderBytes,
@@ -31,12 +36,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         // Node's own refusal of a missing Host is a bare 400; earlyRefusal answers it in the envelope.
         requireHostHeader: false,
       },
-      (req, res) => {
-        if (readsNoFurther(req)) res.setHeader('connection', 'close');
-        if (isV1Path(req.url!)) data.handle(req, res);
-        else fastifyHandler(req, res);
-      },
+      handle,
     );
+    // An Expect other than 100-continue: node's own answer is a bare 417, without the envelope
+    // or X-Request-Id. No route needs an expectation met, so the request is served as any
+    // other (RFC 9110 §10.1.1 lets a server ignore one it does not know).
+    server.on('checkExpectation', handle);
     server.on('connect', connectRefusal(deps, trusted));
     return server;
   });
