@@ -1,10 +1,29 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isUtf8 } from 'node:buffer';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { failure, type Failure } from '../domain/errors.js';
 import { sendFailure as sendAnswerFailure } from '../http/fastify-reply.js';
 
-/** A refusal travels as a thrown value inside a handler and becomes the error envelope (routes.ts). */
-export class Refusal {
-  constructor(readonly f: Failure) {}
+/**
+ * A refusal travels as a thrown value inside a handler and becomes the error envelope
+ * (routes.ts). An Error, so that a body parser's done(refusal) reaches the error handler too.
+ */
+export class Refusal extends Error {
+  constructor(readonly f: Failure) {
+    super(f.message);
+  }
+}
+
+/**
+ * JSON bodies of this scope, refused unless valid UTF-8: Fastify's own parser decodes bytes
+ * that are not UTF-8 to U+FFFD, so a name sent with them was stored changed instead of refused.
+ */
+export function utf8JsonBodies(scope: FastifyInstance): void {
+  const parseJson = scope.getDefaultJsonParser('error', 'error');
+  scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) return done(new Refusal(failure('INVALID_PARAMETER', 'The request body is not valid UTF-8.')), undefined);
+    parseJson(request, bytes.toString('utf8'), done);
+  });
 }
 
 export function send(reply: FastifyReply, status: number, body: unknown) {

@@ -3,7 +3,7 @@ import { failure } from '../domain/errors.js';
 import { authRateLimited } from '../gateway/admission.js';
 import { purgeFilter } from '../domain/purge-filter.js';
 import type { AdminDeps } from './deps.js';
-import { bodyOf, onlyParams, Refusal, send, sendFailure } from './reply.js';
+import { bodyOf, onlyParams, Refusal, send, sendFailure, utf8JsonBodies } from './reply.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { registerUsageRoutes } from './usage-routes.js';
 import { budgetsView, deleteTeam, deletionRefusal, deletionView, keyWithBudgets, listTeams, setTeam, showTeam } from './teams.js';
@@ -32,6 +32,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
 
   void app.register(
     async (admin) => {
+      utf8JsonBodies(admin);
       admin.addHook('onRequest', async (request, reply) => {
         // /admin never takes the dashboard's cookie (only the bearer token), and a page of
         // another site that makes a signed-in browser call it is refused outright (README "Dashboard").

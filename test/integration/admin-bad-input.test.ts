@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { adminCaller, startStack, type Stack } from '../helpers/stack.js';
@@ -66,6 +67,20 @@ describe('the admin API', () => {
       expect(r.json.error.code).toBe('INVALID_PARAMETER');
     }
     expect((await admin('GET', '/teams')).json.teams ?? []).not.toContainEqual(expect.objectContaining({ name: expect.stringContaining('\ufffd') }));
+  });
+
+  it('a body that is not valid UTF-8 is refused, not stored with its bytes replaced (was 201, the name U+FFFD)', async () => {
+    for (const [path, method, bytes] of [
+      ['/keys', 'POST', Buffer.concat([Buffer.from('{"name":"bad'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')])],
+      ['/teams/ok-team', 'PUT', Buffer.concat([Buffer.from('{"credits":"5'), Buffer.from([0xc0, 0xaf]), Buffer.from('/month"}')])],
+    ] as const) {
+      const r = await request(`${s.url}/admin${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: bytes });
+      const json = (await r.body.json()) as { error: { code: string; message: string; request_id: string } };
+      expect(r.statusCode).toBe(400);
+      expect(json.error).toMatchObject({ code: 'INVALID_PARAMETER', message: expect.stringContaining('UTF-8'), request_id: r.headers['x-request-id'] });
+    }
+    expect((await admin('GET', '/keys')).json.keys).not.toContainEqual(expect.objectContaining({ name: expect.stringContaining('\ufffd') }));
+    expect((await admin('GET', '/teams/ok-team')).status).toBe(404);
   });
 });
 
