@@ -65,6 +65,36 @@ export function positiveId(v: string): string | null {
   return canon;
 }
 
+/**
+ * Whether the query's percent-escapes decode as UTF-8. URLSearchParams turns bytes that do not
+ * (an overlong sequence, a lone byte, a surrogate) into U+FFFD, and a `url` holding them was
+ * looked up, and charged, as another URL. A `%` that escapes nothing stays literal, as there.
+ */
+function utf8Escapes(rawQuery: string): boolean {
+  if (!rawQuery.includes('%')) return true;
+  try {
+    decodeURIComponent(rawQuery.replace(/%(?![0-9a-fA-F]{2})/g, '%25'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The refusal of a query whose escapes are not UTF-8: in `url`, the invalid-URL code that parameter's errors have. */
+function notUtf8(def: EndpointDef, rawQuery: string): Failure | null {
+  if (utf8Escapes(rawQuery)) return null;
+  for (const piece of rawQuery.split('&')) {
+    if (utf8Escapes(piece)) continue;
+    if (piece.startsWith('url=')) return invalidUrl(def);
+    break;
+  }
+  return failure('INVALID_PARAMETER', 'The query string has percent-escapes that are not UTF-8.');
+}
+
+function invalidUrl(def: EndpointDef): Failure {
+  return failure('INVALID_NETWORK_URL', `Please provide a valid ${def.entity === 'profile' ? 'profile' : 'company'} URL.`);
+}
+
 function boundedInt(v: string, min: number, max: number): string | null {
   if (v.length === 0 || v.length > 12 || !/^[0-9]+$/.test(v)) return null;
   const n = Number(v);
@@ -80,6 +110,8 @@ function invalid(name: string, expected: string): Failure {
  * Every given parameter is validated, even an identifier that precedence ignores.
  */
 export function parseLookup(def: EndpointDef, rawQuery: string, domain: string): LookupRequest | Failure {
+  const badBytes = notUtf8(def, rawQuery);
+  if (badBytes) return badBytes;
   const allowed = allowedParams(def);
   const given = new Map<string, string>();
   for (const [name, value] of new URLSearchParams(rawQuery)) {
@@ -100,7 +132,7 @@ export function parseLookup(def: EndpointDef, rawQuery: string, domain: string):
     if (param === 'url') {
       const parsed = canonicalUrl(value, def.entity, domain);
       if (!parsed.ok) {
-        return failure('INVALID_NETWORK_URL', `Please provide a valid ${def.entity === 'profile' ? 'profile' : 'company'} URL.`);
+        return invalidUrl(def);
       }
       canon = parsed.identity.url;
       key = parsed.identity.path;
