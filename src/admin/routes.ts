@@ -9,6 +9,7 @@ import { registerUsageRoutes } from './usage-routes.js';
 import { budgetsView, deleteTeam, deletionRefusal, deletionView, keyWithBudgets, listTeams, setTeam, showTeam } from './teams.js';
 import { cacheStatsView } from './cache.js';
 import { isStorageError } from '../store/write-gate.js';
+import { BODY_LIMIT_BYTES } from '../http/edge.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { purgeChange } from '../domain/audit.js';
 import { auditPageView, auditQuery, isAuditInputError } from './audit.js';
@@ -53,6 +54,8 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         if (err instanceof Refusal) return sendFailure(reply, err.f);
         if (err instanceof KeyInputError) return sendFailure(reply, failure('INVALID_PARAMETER', `${err.field}: ${err.message}.`.replace(/\.\.$/, '.')));
         const e = err as { statusCode?: number };
+        // Said as such: the JSON object's own refusal below would send the operator looking for a syntax error.
+        if (e.statusCode === 413) return sendFailure(reply, failure('INVALID_PARAMETER', `The request body is larger than ${BODY_LIMIT_BYTES / 1024} KiB.`));
         if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
           return sendFailure(reply, failure('INVALID_PARAMETER', 'The request body must be a JSON object (Content-Type: application/json).'));
         }

@@ -11,7 +11,7 @@ import { registerApiDocs } from './api-docs.js';
 import { logRequest } from '../obs/request-log.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
 import type { ServerDeps } from './deps.js';
-import { BAD_PATH, DRAINING, earlyRefusal, routeNotFound } from './edge.js';
+import { BAD_PATH, BODY_LIMIT_BYTES, DRAINING, earlyRefusal, routeNotFound } from './edge.js';
 import { sendAnswer } from './fastify-reply.js';
 import { parserErrorHandler } from './parser-errors.js';
 
@@ -37,7 +37,7 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
     serverFactory,
     // Requests arriving while draining get our 503 envelope, not Fastify's.
     return503OnClosing: false,
-    bodyLimit: 64 * 1024,
+    bodyLimit: BODY_LIMIT_BYTES,
     clientErrorHandler: parserErrorHandler(deps, trusted),
     // The router refuses a path that is not valid percent-encoding (or an over-long parameter)
     // before any hook runs, so this answer sets its own id, and is logged and counted here.

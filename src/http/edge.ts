@@ -11,6 +11,9 @@ import type { Admission } from '../gateway/admission.js';
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
+/** The largest request body the control plane reads (the admin API's JSON). */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
 /** Whether an answer to this request target is a /v1 answer: the data plane's, with the rate-limit fields. */
 export function isV1Path(url: string): boolean {
   return url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?');

@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -81,6 +82,17 @@ describe('the admin API', () => {
     }
     expect((await admin('GET', '/keys')).json.keys).not.toContainEqual(expect.objectContaining({ name: expect.stringContaining('\ufffd') }));
     expect((await admin('GET', '/teams/ok-team')).status).toBe(404);
+  });
+
+  it('a body over the size limit is refused as too large, not as "not a JSON object" (was the latter, for a valid object)', async () => {
+    const big = JSON.stringify({ name: 'big', team: 'x'.repeat(70 * 1024) });
+    for (const chunked of [false, true]) {
+      const body = chunked ? Readable.from([Buffer.from(big)]) : big;
+      const r = await request(`${s.url}/admin/keys`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
+      const json = (await r.body.json()) as { error: { code: string; message: string; request_id: string } };
+      expect(r.statusCode).toBe(400);
+      expect(json.error).toMatchObject({ code: 'INVALID_PARAMETER', message: 'The request body is larger than 64 KiB.', request_id: r.headers['x-request-id'] });
+    }
   });
 });
 
