@@ -1,4 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { utf8Escapes } from '../domain/params.js';
 
 /*
  * What every dashboard route shares: the security headers, the form body, and how a page is
@@ -28,11 +30,17 @@ export function securityHeaders(reply: FastifyReply): void {
 /** A form as posted: each field's values (a repeated field, such as checkboxes, has several). */
 export type Form = Readonly<Record<string, string | string[]>>;
 
-/** urlencoded bodies become a Form, in this plugin's scope only (/admin keeps JSON alone). */
+/**
+ * urlencoded bodies become a Form, in this plugin's scope only (/admin keeps JSON alone). A
+ * form that is not UTF-8, in its bytes or its escapes, is refused (400): decoded, it had U+FFFD
+ * in their place, and a key or team was stored under a name other than the one sent.
+ */
 export function acceptForms(app: FastifyInstance): void {
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer', bodyLimit: 16 * 1024 }, (_request, raw, done) => {
+    const body = (raw as Buffer).toString('utf8');
+    if (!isUtf8(raw as Buffer) || !utf8Escapes(body)) return done(Object.assign(new Error('form not UTF-8'), { statusCode: 400 }), undefined);
     const out: Record<string, string | string[]> = {};
-    for (const [k, v] of new URLSearchParams(body as string)) {
+    for (const [k, v] of new URLSearchParams(body)) {
       const prev = out[k];
       out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }

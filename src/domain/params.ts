@@ -66,11 +66,11 @@ export function positiveId(v: string): string | null {
 }
 
 /**
- * Whether the query's percent-escapes decode as UTF-8. URLSearchParams turns bytes that do not
- * (an overlong sequence, a lone byte, a surrogate) into U+FFFD, and a `url` holding them was
- * looked up, and charged, as another URL. A `%` that escapes nothing stays literal, as there.
+ * Whether a query's (or form's) percent-escapes decode as UTF-8. URLSearchParams turns bytes
+ * that do not (an overlong sequence, a lone byte, a surrogate) into U+FFFD, and a `url` holding
+ * them was looked up, and charged, as another URL. A `%` that escapes nothing stays literal, as there.
  */
-function utf8Escapes(rawQuery: string): boolean {
+export function utf8Escapes(rawQuery: string): boolean {
   if (!rawQuery.includes('%')) return true;
   try {
     decodeURIComponent(rawQuery.replace(/%(?![0-9a-fA-F]{2})/g, '%25'));

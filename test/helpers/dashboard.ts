@@ -7,6 +7,8 @@ export const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q
 export interface DashboardSession {
   get(path: string, method?: string): Promise<Reply>;
   post(path: string, fields: Record<string, string | string[]>, opts?: { csrf?: string | null }): Promise<Reply>;
+  /** A form body sent as given (its CSRF token included by the caller): bytes no browser would send. */
+  postRaw(path: string, body: string): Promise<Reply>;
   readonly csrf: string;
 }
 
@@ -26,6 +28,9 @@ export async function dashboardSession(s: Stack, token: string): Promise<Dashboa
       const token = opts.csrf === undefined ? csrf : opts.csrf;
       for (const [k, v] of Object.entries({ ...fields, ...(token !== null && { _csrf: token }) })) for (const x of Array.isArray(v) ? v : [v]) body.append(k, x);
       return s.get(path, { key: null, method: 'POST', headers: headers(cookie), body: body.toString() });
+    },
+    postRaw(path, body) {
+      return s.get(path, { key: null, method: 'POST', headers: headers(cookie), body });
     },
   };
 }
