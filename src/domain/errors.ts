@@ -9,7 +9,7 @@ export const ERROR_CODES = {
   MISSING_PARAMETER: { status: 400, message: 'A required parameter is missing.' },
   UNKNOWN_PARAMETER: { status: 400, message: 'A parameter is not accepted by this endpoint.' },
   INVALID_NETWORK_URL: { status: 400, message: 'Please provide a valid profile URL.' },
-  BODY_NOT_ALLOWED: { status: 400, message: 'Lookup requests take no request body.' },
+  BODY_NOT_ALLOWED: { status: 400, message: 'GET and HEAD requests take no request body.' },
   MISSING_API_KEY: { status: 401, message: 'Missing API key: send it as "Authorization: Bearer <key>".' },
   INVALID_API_KEY: { status: 401, message: 'The API key is not valid.' },
   API_KEY_REVOKED: { status: 401, message: 'The API key has been revoked.' },

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { exchange } from '../helpers/raw-http.js';
 import { adminCaller, startStack, type Stack } from '../helpers/stack.js';
 
 /**
@@ -82,6 +83,14 @@ describe('the admin API', () => {
     }
     expect((await admin('GET', '/keys')).json.keys).not.toContainEqual(expect.objectContaining({ name: expect.stringContaining('\ufffd') }));
     expect((await admin('GET', '/teams/ok-team')).status).toBe(404);
+  });
+
+  it('a body on an admin GET is refused for what it is, not as a lookup\'s (the message said "Lookup requests")', async () => {
+    const port = Number(new URL(s.url).port);
+    const r = await exchange(port, `GET /admin/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 2\r\n\r\n{}`, [false], 1, 5000);
+    const a = r.answers[0]!;
+    expect(a.status).toBe(400);
+    expect(JSON.parse(a.body).error).toEqual({ code: 'BODY_NOT_ALLOWED', message: 'GET and HEAD requests take no request body.', request_id: a.headers['x-request-id'] });
   });
 
   it('a body over the size limit is refused as too large, not as "not a JSON object" (was the latter, for a valid object)', async () => {
