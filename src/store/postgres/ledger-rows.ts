@@ -46,15 +46,30 @@ export const countedArrays = (groups: readonly TallyGroup[]): unknown[][] => [
   groups.map((g) => g.creditsSaved),
 ];
 
+/** How long the mark of a counted write whose answer never came is kept: a retry later than this could count it twice. */
+export const COUNTED_MARK_KEEP_MS = 7 * 86_400_000;
+
 /**
- * A replica's counts added to what every replica wrote for the same groups, in one statement.
- * Ordered by the key: replicas flushing the same groups at once lock them in one order, never
- * deadlocking.
+ * A replica's counts added to what every replica wrote for the same groups, in one statement,
+ * once per write id ($11, at $12): the id's mark (counted_flushes) is inserted by the same
+ * statement, so a write retried after its answer was lost (its first try may have committed)
+ * finds the mark and adds nothing. $13: marks of this replica's earlier writes known to have
+ * landed, deleted. Ordered by the key: replicas flushing the same groups at once lock them in
+ * one order, never deadlocking.
  */
-export const UPSERT_COUNTED = `INSERT INTO usage_minute (minute, key_id, endpoint, cache, status, code, ts, requests, cache_hits, credits_saved)
+export const UPSERT_COUNTED = `WITH mark AS (
+    INSERT INTO counted_flushes (id, at) VALUES ($11::text, $12::bigint) ON CONFLICT (id) DO NOTHING RETURNING id
+  ), landed AS (
+    DELETE FROM counted_flushes WHERE id = ANY($13::text[])
+  )
+  INSERT INTO usage_minute (minute, key_id, endpoint, cache, status, code, ts, requests, cache_hits, credits_saved)
   SELECT * FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
     AS t(minute, key_id, endpoint, cache, status, code, ts, requests, cache_hits, credits_saved)
+  WHERE EXISTS (SELECT 1 FROM mark)
   ORDER BY 1, 2, 3, 4, 5, 6
   ON CONFLICT (minute, key_id, endpoint, cache, status, code) DO UPDATE SET ts = LEAST(usage_minute.ts, excluded.ts),
     requests = usage_minute.requests + excluded.requests, cache_hits = usage_minute.cache_hits + excluded.cache_hits,
     credits_saved = usage_minute.credits_saved + excluded.credits_saved`;
+
+/** Marks left by writes whose answers never came (or by replicas that died), past COUNTED_MARK_KEEP_MS: $1 is now. */
+export const EXPIRE_COUNTED_MARKS = `DELETE FROM counted_flushes WHERE at < $1::bigint - ${COUNTED_MARK_KEEP_MS}`;

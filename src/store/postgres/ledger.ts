@@ -1,14 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import type { Pool, QueryResultRow } from 'pg';
 import { checkRange, DAY_MS, splitRange, type LedgerRow, type UsageDetail, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn } from './charges.js';
 import type { PgCredits } from './credits.js';
 import { DEFAULT_LEASE_MS } from './lease.js';
-import { countedArrays, REPLACE, UPSERT_COUNTED, values } from './ledger-rows.js';
+import { countedArrays, EXPIRE_COUNTED_MARKS, REPLACE, UPSERT_COUNTED, values } from './ledger-rows.js';
 import { inTransaction } from './pool.js';
 import { recoverAbandonedIn } from './recovery.js';
 import { settleIn } from './settle.js';
-import { MINUTE_MS, UsageTally } from '../usage-tally.js';
+import { MINUTE_MS, UsageTally, type TallyGroup } from '../usage-tally.js';
 
 const GROUP: Record<UsageGroup, { id: string; name: string }> = {
   key: { id: 'u.key_id', name: 'COALESCE(k.name, u.key_id)' },
@@ -80,7 +81,9 @@ const sums = (x: { requests: string; cache_hits: string; credits: string; credit
  * reservation of this process, is written with its charge and the end of the reservation in
  * one transaction before record() resolves. Requests that charged nothing get no row: they
  * are counted in memory (UsageTally) and flush() adds the counts to usage_minute, one
- * statement for every group. A charged request id is recorded once, whatever the retries. A
+ * statement for every group, once: a write that fails is retried as it was, under its id,
+ * which the statement marks (ledger-rows.ts UPSERT_COUNTED), because a write whose answer was
+ * lost may have committed. A charged request id is recorded once, whatever the retries. A
  * charged row that cannot be written is kept and retried by flush(); its reservation holds
  * the budget meanwhile, and a crash leaves it to recoverAbandoned.
  *
@@ -94,6 +97,16 @@ export class PgLedger implements Ledger {
   private readonly counted = new UsageTally();
   /** Charged rows whose write failed: kept (their reservations still hold the budget) and retried by flush(). */
   private retry: LedgerRow[] = [];
+  /** Counted groups taken for a write that has not been seen to land: retried as they are, under the same id. */
+  private unsure: { id: string; groups: TallyGroup[]; requests: number } | null = null;
+  /** Ids of this replica's counted writes known to have landed: their marks go with the next write. */
+  private landed: string[] = [];
+  /** When marks of writes that never answered were last expired (EXPIRE_COUNTED_MARKS), by this replica. */
+  private marksExpiredAt = 0;
+  /** The last flush, settled either way: the next one starts after it (flush()). */
+  private tail: Promise<void> = Promise.resolve();
+  /** A flush called while another runs, not started yet: later calls join it. */
+  private waiting: Promise<void> | null = null;
 
   constructor(
     private readonly pool: Pool,
@@ -116,23 +129,50 @@ export class PgLedger implements Ledger {
     }
   }
 
-  async flush(): Promise<void> {
+  /**
+   * Write what is kept and counted. One flush at a time (the backend's timer and every report
+   * flush): two at once would send the same kept rows and counted batch side by side, and a
+   * batch re-sent after an earlier send of it was seen to land (its mark deleted) would count
+   * twice. A call while one waits to start joins it: it starts after the call, so it takes the
+   * caller's counts, and flushes pile up no further than one running and one waiting.
+   */
+  flush(): Promise<void> {
+    if (this.waiting) return this.waiting;
+    const run = this.tail.then(() => {
+      this.waiting = null;
+      return this.flushNow();
+    });
+    this.waiting = run;
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  private async flushNow(): Promise<void> {
     while (this.retry.length > 0) {
       await this.writeSettled(this.retry[0]!);
       this.retry.shift();
     }
+    // A write that failed may have landed: retried apart, never merged with later counts.
+    if (this.unsure) await this.writeCounted(this.unsure);
     if (this.counted.requests === 0) return;
-    const groups = this.counted.take();
-    try {
-      await this.pool.query(UPSERT_COUNTED, countedArrays(groups));
-    } catch (err) {
-      this.counted.restore(groups);
-      throw err;
-    }
+    const requests = this.counted.requests;
+    this.unsure = { id: randomUUID(), groups: this.counted.take(), requests };
+    await this.writeCounted(this.unsure);
+  }
+
+  /** One write of counted groups; adds nothing when an earlier try of the same id landed. */
+  private async writeCounted(batch: { id: string; groups: TallyGroup[] }): Promise<void> {
+    const now = Date.now();
+    await this.pool.query(UPSERT_COUNTED, [...countedArrays(batch.groups), batch.id, now, this.landed]);
+    this.landed = [batch.id];
+    this.unsure = null;
+    if (now - this.marksExpiredAt < 3_600_000) return;
+    this.marksExpiredAt = now;
+    await this.pool.query(EXPIRE_COUNTED_MARKS, [now]).catch(() => {});
   }
 
   backlog(): LedgerBacklog {
-    return { pending: this.counted.requests, retrying: this.retry.length, dropped: this.counted.dropped };
+    return { pending: this.counted.requests + (this.unsure?.requests ?? 0), retrying: this.retry.length, dropped: this.counted.dropped };
   }
 
   async report(from: number, to: number, by: UsageGroup): Promise<UsageRow[]> {

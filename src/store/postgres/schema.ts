@@ -203,6 +203,13 @@ export const MIGRATIONS: readonly string[] = [
   // 11: which upstream each cached answer is true of (domain/cache-origin.ts); a replica reads
   // only its own upstream's entries. Entries stored before get migrate's `cacheOrigin`.
   originColumn('NULL'),
+  // 12: one row per write of a replica's counted groups (ledger-rows.ts UPSERT_COUNTED), in the
+  // same statement: a write whose answer was lost (it may have committed) is retried under its
+  // id and adds nothing the second time. Deleted once the replica knows the write landed.
+  `CREATE TABLE counted_flushes (
+     id text PRIMARY KEY,
+     at bigint NOT NULL
+   )`,
 ];
 
 /** Migration 11, with the value the entries stored before it get (without a table rewrite: a column default at ADD). */
