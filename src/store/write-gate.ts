@@ -156,6 +156,15 @@ export class WriteGate {
     }
   }
 
+  /**
+   * End the backoff: the next write is tried, as the probe. For the final flush of a clean
+   * stop: no request is left to spare a wait, and what it writes (counts held in memory) would
+   * otherwise go with the process, though the failure that shut the gate may be long over.
+   */
+  endBackoff(): void {
+    this.retryAt = 0;
+  }
+
   state(): WriteGateState {
     const { failuresTotal } = this;
     return this.failures === 0 ? { ok: true, failuresTotal, code: null, since: null } : { ok: false, failuresTotal, code: this.code, since: this.failingSince };

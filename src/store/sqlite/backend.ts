@@ -172,6 +172,9 @@ export class SqliteBackend implements StorageBackend {
     this.closing ??= (async () => {
       this.stopHousekeeping();
       this.changes.close();
+      // The last chance to write what is batched: tried even while a gate is in its backoff.
+      this.main?.gate?.endBackoff();
+      this.cacheDb?.gate?.endBackoff();
       this.flushAll(true);
       await this.reader?.close();
       await this.checkpointer?.close();
