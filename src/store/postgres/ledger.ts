@@ -34,7 +34,8 @@ const ORDER: Record<UsageGroup, string> = {
 /**
  * Usage over ts in [$1, $2): the daily totals of the whole days [$3, $4) (days pruned past the
  * retention, ledger-retention.ts) plus every raw row and counted group (usage_minute, at its
- * earliest request's time; $5 and $6 its minutes, for the primary key) in the range, grouped.
+ * earliest request's time; $5 and $6 its minutes, for the primary key, as bigint: a range may
+ * end in a year whose minutes pass an integer's 2^31) in the range, grouped.
  * A row or group is held either as itself or in its day's totals, never both, and one
  * statement reads all of them in one snapshot, so whole days are exact however far a prune
  * has got; a partial day is exact when none of it was folded, which checkRange establishes
@@ -48,7 +49,7 @@ const USAGE_ROWS = `WITH u (day, key_id, endpoint, requests, cache_hits, credits
     FROM ledger WHERE ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
     UNION ALL
     SELECT (ts / ${DAY_MS})::integer, key_id, endpoint, sum(requests), sum(cache_hits), 0, sum(credits_saved), 0
-    FROM usage_minute WHERE minute >= $5 AND minute <= $6 AND ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
+    FROM usage_minute WHERE minute >= $5::bigint AND minute <= $6::bigint AND ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
   )`;
 
 const SUMS = `SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
