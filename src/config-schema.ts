@@ -128,14 +128,17 @@ const CacheSchema = z.strictObject({
 
 /**
  * Shared storage for several replicas: both set, or neither (the embedded SQLite backend in
- * dataDir). Only the scheme is checked here; a URL that does not connect stops startup.
+ * dataDir). Only the scheme and that the URL parses are checked here; a URL that does not
+ * connect stops startup. One that does not parse (a port past 65535) would otherwise reach
+ * `new URL` in a command, whose TypeError carries the whole URL, password included, to stderr.
  */
+const parses = (what: string) => [(u: string) => URL.canParse(u), `must be a valid ${what} URL (host, port 0-65535, percent-encoded user and password)`] as const;
 const StorageSchema = z
   .strictObject({
     /** PostgreSQL: keys, credits, reservations, the ledger and the shared response cache. */
-    databaseUrl: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL').meta({ sensitive: 'url' }).nullable().default(null),
+    databaseUrl: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL').refine(...parses('postgres://')).meta({ sensitive: 'url' }).nullable().default(null),
     /** Redis: rate-limit windows and the cross-replica coalescing of identical calls. */
-    redisUrl: z.string().regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL').meta({ sensitive: 'url' }).nullable().default(null),
+    redisUrl: z.string().regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL').refine(...parses('redis://')).meta({ sensitive: 'url' }).nullable().default(null),
   })
   .superRefine((s, ctx) => {
     if (s.databaseUrl && !s.redisUrl) ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'required when storage.databaseUrl is set (or set TOLLGATE_REDIS_URL)' });

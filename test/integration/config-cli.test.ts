@@ -92,6 +92,30 @@ describe('tollgate config check', () => {
     expect(r.stderr).toContain(`TOLLGATE_UPSTREAM_API_KEY_FILE: cannot read ${missing} (ENOENT)`);
   });
 
+  it('a storage URL that is no URL (a port out of range) is a problem of config check and of every command, never printed with its password', async () => {
+    const env = {
+      ...clean,
+      TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:1',
+      TOLLGATE_UPSTREAM_API_KEY: PROVIDER_KEY,
+      TOLLGATE_DATABASE_URL: `postgres://tollgate:${DB_PASSWORD}@127.0.0.1:99999/tollgate`,
+      TOLLGATE_REDIS_URL: 'redis://:redis-secret@127.0.0.1:99999/0',
+    };
+    const check = await runCli(['config', 'check', '--json'], env);
+    expect(check.code).toBe(2);
+    expect(JSON.parse(check.stdout).errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ option: 'storage.databaseUrl', source: 'env:TOLLGATE_DATABASE_URL' }),
+        expect.objectContaining({ option: 'storage.redisUrl', source: 'env:TOLLGATE_REDIS_URL' }),
+      ]),
+    );
+    for (const args of [['keys', 'list'], ['migrate']]) {
+      const r = await runCli(args, env);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stdout + r.stderr, args.join(' ')).toContain('storage.databaseUrl');
+      for (const s of [DB_PASSWORD, 'redis-secret']) expect(r.stdout + r.stderr, args.join(' ')).not.toContain(s);
+    }
+  });
+
   it('--help shows examples, with what the exit code says', async () => {
     const r = await runCli(['config', 'check', '--help']);
     expect(r.code).toBe(0);
