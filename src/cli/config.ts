@@ -77,10 +77,21 @@ function leaves(o: unknown, prefix = ''): Array<[string, unknown]> {
 
 /** A secret is shown as set or not; a URL keeps everything but its password. */
 export function masked(sensitive: Sensitivity | null, value: unknown): unknown {
-  // A list of objects (notifications.webhooks): each one's `secret` masked, the rest shown.
-  if (sensitive === 'secret' && Array.isArray(value)) return value.map((v: unknown) => (v && typeof v === 'object' && 'secret' in v ? { ...v, secret: MASK } : v));
+  // A list of objects (notifications.webhooks): each one's `secret` masked, and the password of
+  // its URL (a receiver behind basic auth), as every other URL's; the rest shown.
+  if (sensitive === 'secret' && Array.isArray(value)) return value.map(maskedWebhook);
   if (value === null || sensitive === null || typeof value !== 'string') return value;
   if (sensitive === 'secret') return MASK;
+  return maskedUrl(value);
+}
+
+function maskedWebhook(v: unknown): unknown {
+  if (!v || typeof v !== 'object' || !('secret' in v)) return v;
+  const url = (v as { url?: unknown }).url;
+  return { ...v, ...(typeof url === 'string' ? { url: maskedUrl(url) } : {}), secret: MASK };
+}
+
+function maskedUrl(value: string): string {
   try {
     const u = new URL(value);
     if (u.password === '') return value;

@@ -116,6 +116,20 @@ describe('tollgate config check', () => {
     }
   });
 
+  it('a webhook URL with a password (a receiver behind basic auth) is shown without it, as the other URLs are', async () => {
+    const hooks = [{ name: 'ops', url: 'https://tollgate:hook-password-secret@hooks.example.com/in', secret: 'webhook-signing-secret-0' }];
+    const r = await runCli(['config', 'check', '--json'], {
+      ...clean,
+      TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:1',
+      TOLLGATE_UPSTREAM_API_KEY: PROVIDER_KEY,
+      TOLLGATE_NOTIFICATIONS_WEBHOOKS: JSON.stringify(hooks),
+    });
+    expect(r.code).toBe(0);
+    for (const s of ['hook-password-secret', 'webhook-signing-secret-0', PROVIDER_KEY]) expect(r.stdout + r.stderr).not.toContain(s);
+    const row = JSON.parse(r.stdout).options.find((o: { option: string }) => o.option === 'notifications.webhooks');
+    expect(row.value).toEqual([{ name: 'ops', url: 'https://tollgate:********@hooks.example.com/in', secret: '********' }]);
+  });
+
   it('--help shows examples, with what the exit code says', async () => {
     const r = await runCli(['config', 'check', '--help']);
     expect(r.code).toBe(0);

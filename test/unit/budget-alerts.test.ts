@@ -122,7 +122,7 @@ describe('configuration', () => {
     expect(() => validateConfig({ notifications })).toThrow(message);
   });
 
-  it('defaults to 50, 80 and 100 %, no webhooks; config check masks only the secrets', () => {
+  it('defaults to 50, 80 and 100 %, no webhooks; config check masks only the secrets (and URL passwords)', () => {
     expect(validateConfig({}).notifications).toMatchObject({ thresholds: [50, 80, 100], webhooks: [] });
     expect(masked('secret', [{ name: 'ops', ...hook }])).toEqual([{ name: 'ops', url: hook.url, secret: '********' }]);
   });
