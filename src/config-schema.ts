@@ -21,9 +21,15 @@ const UpstreamSchema = z.strictObject({
   url: z
     .url({ protocol: /^https?$/ })
     // Tollgate appends the /v1/... path itself: a URL ending in /v1 would call /v1/v1/profile.
+    // Zod runs this after z.url refused a URL too: such a one is left to that issue, since the
+    // TypeError of new URL would carry it, password included, to stderr. The suggestion keeps
+    // the password out, as every message does.
     .superRefine((u, ctx) => {
-      const path = new URL(u).pathname;
-      if (/\/v1\/*$/i.test(path)) ctx.addIssue({ code: 'custom', message: `must be the provider's base URL, without /v1: set it to ${u.replace(/\/v1\/*$/i, '')}` });
+      if (!URL.canParse(u)) return;
+      const url = new URL(u);
+      if (!/\/v1\/*$/i.test(url.pathname)) return;
+      if (url.password !== '') url.password = '********';
+      ctx.addIssue({ code: 'custom', message: `must be the provider's base URL, without /v1: set it to ${url.href.replace(/\/v1\/*$/i, '')}` });
     })
     .meta({ sensitive: 'url' })
     .nullable()

@@ -116,6 +116,19 @@ describe('tollgate config check', () => {
     }
   });
 
+  it('an upstream URL with a password that ends in /v1 or does not parse is a problem named without its password (config check, serve)', async () => {
+    const base = { ...clean, TOLLGATE_UPSTREAM_API_KEY: PROVIDER_KEY };
+    const v1 = await runCli(['config', 'check'], { ...base, TOLLGATE_UPSTREAM_URL: 'https://proxy:upstream-password@provider.example/v1' });
+    expect(v1.code).toBe(2);
+    expect(v1.stderr).toContain("upstream.url: must be the provider's base URL, without /v1: set it to https://proxy:********@provider.example");
+    for (const args of [['config', 'check', '--json'], ['serve', '--port', '0']]) {
+      const r = await runCli(args, { ...base, TOLLGATE_UPSTREAM_URL: 'https://proxy:upstream-password@provider.example:99999' });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stdout + r.stderr, args.join(' ')).toContain('upstream.url');
+      expect(r.stdout + r.stderr, args.join(' ')).not.toContain('upstream-password');
+    }
+  });
+
   it('a webhook URL with a password (a receiver behind basic auth) is shown without it, as the other URLs are', async () => {
     const hooks = [{ name: 'ops', url: 'https://tollgate:hook-password-secret@hooks.example.com/in', secret: 'webhook-signing-secret-0' }];
     const r = await runCli(['config', 'check', '--json'], {
