@@ -2,6 +2,7 @@ import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config.js';
 import { StartupError, StorageMissing } from '../domain/startup-error.js';
+import { maskPasswords } from '../domain/url-password.js';
 import { openBackend, openStorage, usesSharedStorage } from '../store/open.js';
 import type { StorageBackend, StoragePart } from '../store/backend.js';
 import { CliError } from './exit.js';
@@ -100,9 +101,7 @@ export async function withStorage<T>(
  * the database's address but not its password.
  */
 async function openShared(config: Readonly<Config>): Promise<StorageBackend> {
-  const url = new URL(config.storage.databaseUrl!);
-  url.password = '';
-  console.error(`tollgate: using shared storage ${url.href}`);
+  console.error(`tollgate: using shared storage ${maskPasswords(config.storage.databaseUrl!, '')}`);
   try {
     return await openStorage(config, { role: 'cli' });
   } catch (err) {

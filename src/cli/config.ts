@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { upstreamSettings } from '../app.js';
 import { OPTION_BY_PATH, readEnv, type Sensitivity } from '../config-env.js';
 import { ConfigError, resolveConfig, sourceOf, type ConfigIssue } from '../config.js';
+import { maskPasswords } from '../domain/url-password.js';
 import { examples, jsonOption, type GlobalOpts } from './common.js';
 
 /** One option as `config check` shows it. */
@@ -93,10 +94,7 @@ function maskedWebhook(v: unknown): unknown {
 
 function maskedUrl(value: string): string {
   try {
-    const u = new URL(value);
-    if (u.password === '') return value;
-    u.password = MASK;
-    return u.href;
+    return maskPasswords(value, MASK);
   } catch {
     return MASK;
   }

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { configWarnings, type Config } from '../config.js';
 import { webhookName } from '../config-notifications.js';
 import { VERSION } from './version.js';
+import { maskPasswords } from '../domain/url-password.js';
 
 /**
  * What the process runs with, for its first log line: enough to spot a wrong data directory,
@@ -42,7 +43,7 @@ export function configSummary(config: Readonly<Config>): Record<string, unknown>
 }
 
 function withoutCredentials(url: string): string {
-  const u = new URL(url);
+  const u = new URL(maskPasswords(url, ''));
   u.username = '';
   u.password = '';
   return u.href.replace(/\/$/, '');

@@ -129,6 +129,26 @@ describe('tollgate config check', () => {
     }
   });
 
+  it('a password in a storage URL\'s query (?password=) is masked by config check and never printed by a command', async () => {
+    const env = {
+      ...clean,
+      TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:1',
+      TOLLGATE_UPSTREAM_API_KEY: PROVIDER_KEY,
+      TOLLGATE_DATABASE_URL: `postgres://tollgate@127.0.0.1:1/tollgate?password=${DB_PASSWORD}&sslmode=disable`,
+      TOLLGATE_REDIS_URL: 'redis://127.0.0.1:1/0?password=redis-secret',
+    };
+    const check = await runCli(['config', 'check', '--json'], env);
+    expect(check.code).toBe(0);
+    for (const s of [DB_PASSWORD, 'redis-secret']) expect(check.stdout + check.stderr).not.toContain(s);
+    const row = (option: string) => JSON.parse(check.stdout).options.find((o: { option: string }) => o.option === option);
+    expect(row('storage.databaseUrl').value).toBe('postgres://tollgate@127.0.0.1:1/tollgate?password=********&sslmode=disable');
+    expect(row('storage.redisUrl').value).toBe('redis://127.0.0.1:1/0?password=********');
+    const r = await runCli(['keys', 'list'], env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('tollgate: using shared storage postgres://tollgate@127.0.0.1:1/tollgate');
+    for (const s of [DB_PASSWORD, 'redis-secret']) expect(r.stdout + r.stderr).not.toContain(s);
+  });
+
   it('a webhook URL with a password (a receiver behind basic auth) is shown without it, as the other URLs are', async () => {
     const hooks = [{ name: 'ops', url: 'https://tollgate:hook-password-secret@hooks.example.com/in', secret: 'webhook-signing-secret-0' }];
     const r = await runCli(['config', 'check', '--json'], {

@@ -174,4 +174,11 @@ describe('the startup summary (obs/config-summary.ts)', () => {
     expect(text).not.toContain('r3dis-pw');
     expect(configSummary(validateConfig({}))).toMatchObject({ storage: 'embedded', database_url: null, redis_url: null });
   });
+
+  it('a password given as a query parameter (?password=, as libpq and node-postgres take it) is kept out too', () => {
+    const c = validateConfig({ storage: { databaseUrl: 'postgres://tollgate@db:5432/tg?password=s3cret-pw&sslmode=require', redisUrl: 'redis://cache:6379/0?password=r3dis-pw' } });
+    const summary = configSummary(c);
+    expect(JSON.stringify(summary)).not.toMatch(/s3cret-pw|r3dis-pw/);
+    expect(summary.database_url).toContain('sslmode=require');
+  });
 });
