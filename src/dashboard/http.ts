@@ -31,11 +31,15 @@ export function securityHeaders(reply: FastifyReply): void {
 export type Form = Readonly<Record<string, string | string[]>>;
 
 /**
- * urlencoded bodies become a Form, in this plugin's scope only (/admin keeps JSON alone). A
- * form that is not UTF-8, in its bytes or its escapes, is refused (400): decoded, it had U+FFFD
- * in their place, and a key or team was stored under a name other than the one sent.
+ * urlencoded bodies become a Form, in this plugin's scope only (/admin keeps JSON alone), and
+ * nothing else is read: no dashboard form sends JSON or text, and a JSON body's values (a number,
+ * null, an object) were no form's strings, which the handlers met with a 500. Any other type is
+ * refused (415, answered as a form that could not be read: index.ts). A form that is not UTF-8,
+ * in its bytes or its escapes, is refused (400): decoded, it had U+FFFD in their place, and a
+ * key or team was stored under a name other than the one sent.
  */
 export function acceptForms(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer', bodyLimit: 16 * 1024 }, (_request, raw, done) => {
     const body = (raw as Buffer).toString('utf8');
     if (!isUtf8(raw as Buffer) || !utf8Escapes(body)) return done(Object.assign(new Error('form not UTF-8'), { statusCode: 400 }), undefined);

@@ -213,4 +213,25 @@ describe('dashboard forms: bad input', () => {
     expect(junk.status).toBeLessThan(500);
     expect((await s.app.backend.keys.list()).map((k) => k.name)).toEqual(['test', 'r']);
   });
+
+  it('a JSON body, which no dashboard form sends, is refused 400 like any unreadable form (signed in or not), never a 500', async () => {
+    const s = await stack();
+    const { cookie } = await signIn(s);
+    const csrf = await csrfOf(s, cookie);
+    const origin = new URL(s.url).origin;
+    const json = (path: string, body: unknown, withCookie: boolean) =>
+      s.get(path, { key: null, method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', origin, 'sec-fetch-site': 'same-origin', ...(withCookie ? { cookie } : {}) } });
+    for (const [path, body, withCookie] of [
+      ['/dashboard/sign-in', { token: 123 }, false],
+      ['/dashboard/sign-in', { token: TOKEN }, false],
+      ['/dashboard/keys', { _csrf: 1 }, true],
+      ['/dashboard/keys', { _csrf: csrf, name: 5 }, true],
+      ['/dashboard/teams', { _csrf: csrf, name: 'growth' }, true],
+    ] as const) {
+      const r = await json(path, body, withCookie);
+      expect([r.status, r.json?.error?.code], `${path} ${JSON.stringify(body)}`).toEqual([400, 'INVALID_PARAMETER']);
+    }
+    expect((await s.app.backend.keys.list()).map((k) => k.name)).toEqual(['test']);
+    expect(await s.app.backend.teams.list()).toEqual([]);
+  });
 });
