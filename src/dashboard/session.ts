@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import type { Clock } from '../domain/clock.js';
-import { csrfToken, crossSite, newSessionId, sameSecret, SESSION_COOKIE, sessionActor, sessionCookie, sessionIdHash } from '../domain/sessions.js';
+import { csrfToken, crossSite, newSessionId, sameSecret, SESSION_COOKIE, sessionActor, sessionCookie, sessionIdHash, sessionLive } from '../domain/sessions.js';
 import type { TrustedProxies } from '../domain/trusted-proxies.js';
 import type { Sessions } from '../store/ports.js';
 import { field, formOf } from './http.js';
@@ -31,13 +31,14 @@ export class SessionAuth {
     private readonly trusted: TrustedProxies,
   ) {}
 
-  /** The request's live session, or null (no cookie, an unknown, ended or expired session, or another admin token's). */
+  /** The request's live session, or null (no cookie, an unknown, ended or expired session, one older than the configured lifetime, or another admin token's). */
   async load(request: FastifyRequest): Promise<SignedIn | null> {
     const id = sessionCookie(request.headers.cookie);
     if (id === null) return null;
     const idHash = sessionIdHash(id, this.adminTokenDigest);
-    const s = await this.sessions.get(idHash, this.clock.now());
-    return s ? { id, idHash, csrf: csrfToken(id), actor: sessionActor(idHash) } : null;
+    const now = this.clock.now();
+    const s = await this.sessions.get(idHash, now);
+    return s && sessionLive(s, now, this.config.dashboard.sessionTtlMs) ? { id, idHash, csrf: csrfToken(id), actor: sessionActor(idHash) } : null;
   }
 
   /** A new session for a request that gave the admin token: stored, then its cookie set. */

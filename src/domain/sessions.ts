@@ -15,6 +15,15 @@ export interface DashboardSession {
   readonly expiresAt: number;
 }
 
+/**
+ * Whether a stored session is live at `now` under the lifetime configured now: before its own
+ * expiry, and younger than `ttlMs`, so that a restart with a shorter `dashboard.sessionTtlMs`
+ * ends the older sessions too instead of leaving them the lifetime they were signed in with.
+ */
+export function sessionLive(s: DashboardSession, now: number, ttlMs: number): boolean {
+  return s.expiresAt > now && s.createdAt + ttlMs > now;
+}
+
 /** The cookie's name. */
 export const SESSION_COOKIE = 'tollgate_session';
 

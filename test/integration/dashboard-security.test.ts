@@ -85,6 +85,20 @@ describe('dashboard sessions', () => {
     expect((await page(t, '/dashboard/keys', c.cookie)).status).toBe(303);
   });
 
+  it('a shorter sessionTtlMs ends the sessions signed in before it that are older than it', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 5, 1, 9));
+    const s = await stack({ dashboard: { sessionTtlMs: 12 * 3_600_000 } }, clock);
+    const a = await signIn(s);
+    await s.app.close();
+    clock.advance(2 * 3_600_000);
+    // The operator restarts with a one-hour lifetime: a session of two hours is past it.
+    const t = await stack({ dashboard: { sessionTtlMs: 3_600_000 } }, clock, s.dataDir);
+    const r = await page(t, '/dashboard/keys', a.cookie);
+    expect([r.status, r.headers.location]).toEqual([303, '/dashboard/sign-in']);
+    const b = await signIn(t);
+    expect((await page(t, '/dashboard/keys', b.cookie)).status).toBe(200);
+  });
+
   it('a wrong token re-renders the form (401) and counts against the /admin failed-token limiter', async () => {
     const s = await stack();
     const wrong = await post(s, '/dashboard/sign-in', { token: 'wrong-token-wrong-token' }, null);
