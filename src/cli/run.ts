@@ -58,7 +58,7 @@ export function registerRun(program: Command): void {
     .description('the simulator and a gateway on a temporary data directory (removed when it stops), a demo key, curl commands')
     .option('-p, --port <port>', 'gateway port (default: $TOLLGATE_PORT or 8080)')
     .option('--host <host>', 'listen address (default: 127.0.0.1; $TOLLGATE_HOST is not used)');
-  jsonOption(demo, 'print {gateway_url, provider_url, data_dir, key, dashboard_url, admin_token} as one JSON line once listening');
+  jsonOption(demo, 'print {gateway_url, provider_url, data_dir, key, dashboard_url, admin_token (null when adminToken is configured: yours is never printed)} as one JSON line once listening');
   examples(demo, [
     ['try Tollgate: it prints curl commands to paste', 'tollgate demo'],
     ['the gateway on another port, reachable from other machines', 'tollgate demo --port 9000 --host 0.0.0.0'],
@@ -86,7 +86,9 @@ export function registerRun(program: Command): void {
       const reach = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
       const gw = `http://${reach}:${port}`;
       if (opts.json) {
-        console.log(JSON.stringify({ gateway_url: gw, provider_url: sim.url, data_dir: dataDir, key: secret, dashboard_url: `${gw}/dashboard`, admin_token: adminToken }));
+        // As the text says "the admin token you configured": an operator's own token is never printed (null), only the demo's.
+        const shownToken = config.adminToken === null ? adminToken : null;
+        console.log(JSON.stringify({ gateway_url: gw, provider_url: sim.url, data_dir: dataDir, key: secret, dashboard_url: `${gw}/dashboard`, admin_token: shownToken }));
         return closeOnSignals(app, () => sim.close());
       }
       const auth = `-H "Authorization: Bearer ${secret}"`;

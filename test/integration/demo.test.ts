@@ -89,6 +89,22 @@ describe('tollgate demo stays apart from the operator data', () => {
     }
   });
 
+  it('never prints an admin token the operator configured, in --json either (admin_token null), and still uses it', async () => {
+    const configured = 'operators-own-admin-token-0123';
+    const { child, match, output } = await startCli(['demo', '--json'], { TOLLGATE_PORT: '0', TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_ADMIN_TOKEN: configured }, /^\{.*\}$/m, 20_000, tempDir());
+    try {
+      const shown = JSON.parse(match[0]) as { gateway_url: string; admin_token: string | null };
+      expect(shown.admin_token).toBeNull();
+      expect(output()).not.toContain(configured);
+      const keys = await request(`${shown.gateway_url}/admin/keys`, { headers: { authorization: `Bearer ${configured}` } });
+      expect(keys.statusCode).toBe(200);
+      await keys.body.dump();
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+  });
+
   it('refuses --data-dir: the demo never runs on a chosen directory', async () => {
     const dir = join(tempDir(), 'data');
     const r = await runCli(['demo', '--data-dir', dir]);
