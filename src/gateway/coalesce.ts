@@ -41,6 +41,10 @@ export class Released<R = unknown> {
 
 interface Flight<T> {
   readonly freshness: Freshness;
+  /** Whom the call is made for (the leader's team, or key): its place in the provider's fair share. */
+  readonly tenant: string;
+  /** The call waits in its tenant's provider queue (that tenant at its share of slots). */
+  queued: boolean;
   /** When the flight began (its leader entered), epoch ms. */
   readonly since: number;
   readonly promise: Promise<T | Released>;
@@ -53,9 +57,18 @@ export interface Lead<T> {
   run(call: () => Promise<T>): Promise<T>;
   /** No call will be made (the leader was refused for `reason`): followers receive it as Released. */
   release(reason: unknown): void;
+  /** The call waits in its tenant's provider queue (true), or no longer (false). */
+  queued(waiting: boolean): void;
 }
 
-export type Entered<T> = { readonly leader: true; readonly lead: Lead<T> } | { readonly leader: false; readonly result: Promise<T | Released> };
+/**
+ * `besideQueued`: the leader passed over an identical flight waiting in another tenant's queue,
+ * whose call holds the replicas' claim of it (replica-herd.ts): waiting for that claim would be
+ * waiting in the other tenant's queue after all, so this call is made without one.
+ */
+export type Entered<T> =
+  | { readonly leader: true; readonly lead: Lead<T>; readonly besideQueued: boolean }
+  | { readonly leader: false; readonly result: Promise<T | Released> };
 
 /**
  * Identical in-flight upstream calls share one provider call; keyed by cache key.
@@ -71,17 +84,24 @@ export class Coalescer<T> {
   /** Flights ended so far (any key): a request that read the cache before a flight ended reads it again before leading. */
   private ended = 0;
 
-  /** `now`: the clock's time, against which a flight's age counts for a follower's maxage. */
-  enter(key: string, freshness: Freshness, now = 0): Entered<T> {
-    const existing = this.flights.get(key)?.find((f) => satisfies(f.freshness, freshness, Math.max(0, now - f.since) / 1000));
+  /**
+   * `now`: the clock's time, against which a flight's age counts for a follower's maxage.
+   * `tenant`: whom the request is for. A flight waiting in another tenant's provider queue is
+   * not joined: its wait is that tenant's share of the provider, and this request would start
+   * at once on its own (README "Shaping"); it leads a call of its own instead.
+   */
+  enter(key: string, freshness: Freshness, now = 0, tenant = ''): Entered<T> {
+    const joinable = (f: Flight<T>) => (!f.queued || f.tenant === tenant) && satisfies(f.freshness, freshness, Math.max(0, now - f.since) / 1000);
+    const existing = this.flights.get(key)?.find(joinable);
     if (existing) return { leader: false, result: existing.promise };
+    const besideQueued = this.flights.get(key)?.some((f) => f.queued && f.tenant !== tenant) ?? false;
     let settle!: Flight<T>['settle'];
     const promise = new Promise<T | Released>((resolve, reject) => {
       settle = (o) => ('error' in o ? reject(o.error) : resolve(o.value));
     });
     // A leader's failure reaches its followers through their own await; with none, it must not be unhandled.
     promise.catch(() => {});
-    const flight: Flight<T> = { freshness, since: now, promise, settle };
+    const flight: Flight<T> = { freshness, tenant, queued: false, since: now, promise, settle };
     const list = this.flights.get(key);
     if (list) list.push(flight);
     else this.flights.set(key, [flight]);
@@ -97,6 +117,7 @@ export class Coalescer<T> {
     };
     return {
       leader: true,
+      besideQueued,
       lead: {
         run: async (call) => {
           try {
@@ -109,6 +130,9 @@ export class Coalescer<T> {
           }
         },
         release: (reason) => end({ value: new Released(reason) }),
+        queued: (waiting) => {
+          flight.queued = waiting;
+        },
       },
     };
   }

@@ -16,7 +16,7 @@ export interface Provider {
 }
 
 /** The request a provider call is made for: its id and trace go with the call. */
-export type CallOrigin = Pick<UpstreamCall, 'requestId' | 'traceContext' | 'tenant'>;
+export type CallOrigin = Pick<UpstreamCall, 'requestId' | 'traceContext' | 'tenant' | 'onQueued'>;
 
 /** One provider call's result, shared by the leader and every follower that joined it. */
 export interface FetchResult {
@@ -63,9 +63,9 @@ export class Fetcher {
     readonly herd: ReplicaHerd | null = null,
   ) {}
 
-  /** Lead or follow an identical call in flight: decided now, before anything awaits (coalesce.ts). */
-  enter(key: string, freshness: Freshness): Entered<FetchResult> {
-    return this.flights.enter(key, freshness, this.clock.now());
+  /** Lead or follow an identical call in flight for `tenant`: decided now, before anything awaits (coalesce.ts). */
+  enter(key: string, freshness: Freshness, tenant?: string): Entered<FetchResult> {
+    return this.flights.enter(key, freshness, this.clock.now(), tenant);
   }
 
   /**
@@ -75,7 +75,7 @@ export class Fetcher {
    * `answered`, when given, hears the provider's outcome as soon as it comes, before it is stored.
    */
   call(lead: Lead<FetchResult>, req: LookupRequest, key: string, freshness: Freshness, origin: CallOrigin, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
-    return lead.run(() => this.callAndStore(req, key, freshness, origin, answered));
+    return lead.run(() => this.callAndStore(req, key, freshness, { ...origin, onQueued: lead.queued }, answered));
   }
 
   inFlight(): number {
@@ -91,7 +91,7 @@ export class Fetcher {
     const query = upstreamQuery(req, fwd.strategy, fwd.maxage);
     // Before anything is sent: how fresh the answer is known to be counts from here, not from its arrival.
     const calledAt = this.clock.now();
-    const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext, tenant: origin.tenant });
+    const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext, tenant: origin.tenant, onQueued: origin.onQueued });
     answered?.(outcome);
     const now = this.clock.now();
     const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now };

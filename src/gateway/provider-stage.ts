@@ -71,7 +71,7 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
   let readAt = miss.readAt;
   let reread = false;
   for (let round = 0; ; round++) {
-    const entered = deps.fetcher.enter(miss.cacheKey, freshness);
+    const entered = deps.fetcher.enter(miss.cacheKey, freshness, keyTenant(miss.key));
     if (!entered.leader) {
       const result = await entered.result;
       if (!(result instanceof Released)) return answerFetched(deps, miss, result, false, trace);
@@ -82,6 +82,8 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
       continue;
     }
     const { lead } = entered;
+    // Past another tenant's queued call of it, whose claim would hold this one back (coalesce.ts Entered).
+    const claims = entered.besideQueued ? null : deps.fetcher.herd;
     let refused: Failure | null;
     let held: HerdLead | null = null;
     let early: MaybePromise<Failure | null> | null = null;
@@ -102,9 +104,9 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
       // A reservation no budget can refuse is written beside the claim, not after it: one round
       // trip less on a shared backend's miss. Unneeded (another replica's call answers), it ends
       // with the request's ledger row, charged nothing, like any reservation.
-      early = deps.fetcher.herd && round === 0 && !deps.accounting.budgeted(miss.key) ? reserveNow(deps, miss, miss.now) : null;
+      early = claims && round === 0 && !deps.accounting.budgeted(miss.key) ? reserveNow(deps, miss, miss.now) : null;
       // 9. One call across replicas too: another replica's call of it may answer this one.
-      const herd = deps.fetcher.herd ? await deps.fetcher.herd.lead(herdMiss(miss, freshness)) : null;
+      const herd = claims ? await claims.lead(herdMiss(miss, freshness)) : null;
       if (herd?.kind === 'answered') {
         const shared = sharedFromCache(herd.entry);
         void lead.run(() => Promise.resolve(shared));

@@ -182,7 +182,12 @@ export class UpstreamClient {
     const used: RetriesUsed = { temporary: 0, connection: 0 };
     let last: AttemptVerdict | undefined;
     for (;;) {
-      const slot = await this.shaper.acquire(state.signal, last !== undefined, state.call.tenant);
+      let waited = false;
+      const slot = await this.shaper.acquire(state.signal, last !== undefined, state.call.tenant, () => {
+        waited = true;
+        state.call.onQueued?.(true);
+      });
+      if (waited) state.call.onQueued?.(false);
       if (!slot.ok) {
         if (last) return { ...last, outcome: this.refresh(state, last.outcome) };
         return { outcome: refusal(state, slot.reason, this.clock.now()), retry: 'final', breaker: 'ignore' };

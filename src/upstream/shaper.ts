@@ -80,8 +80,9 @@ export class Shaper {
   /**
    * Resolves with a slot, or a refusal; never rejects. `priority` puts a retry at the head
    * of its tenant's queue (it already waited its turn once) and lets it past the queue bound.
+   * `onWait` hears, synchronously, that the call was queued instead of starting at once.
    */
-  acquire(signal?: AbortSignal, priority = false, tenant = ''): Promise<SlotResult> {
+  acquire(signal?: AbortSignal, priority = false, tenant = '', onWait?: () => void): Promise<SlotResult> {
     if (this.closed) return Promise.resolve({ ok: false, reason: 'closed' });
     if (signal?.aborted) return Promise.resolve({ ok: false, reason: 'aborted' });
     // At once when a slot is free and nobody it should wait behind waits: waiters at their share do not count.
@@ -106,6 +107,7 @@ export class Shaper {
       else if (priority) queue.unshift(waiter);
       else queue.push(waiter);
       this.waitingCount++;
+      onWait?.();
       this.pump();
     });
   }

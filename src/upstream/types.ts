@@ -59,6 +59,11 @@ export interface UpstreamCall {
    * itself when it has none (domain/keys.ts keyTenant). A coalesced call is its leader's.
    */
   readonly tenant?: string;
+  /**
+   * Told when the call waits in its tenant's queue (true) and when that wait ends (false): a
+   * coalesced call waiting for its leader's tenant is not joined by another tenant (coalesce.ts).
+   */
+  readonly onQueued?: (waiting: boolean) => void;
 }
 
 /** Why a call failed, for the cache's decisions (negative caching, stale fallback). */
