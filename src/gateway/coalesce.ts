@@ -39,12 +39,20 @@ export class Released<R = unknown> {
   constructor(readonly reason: R) {}
 }
 
+/**
+ * Released's reason for a follower of another tenant whose call waits in (or was refused by)
+ * its leader's tenant's provider queue: that wait is not this request's, it decides again.
+ */
+export const TENANT_QUEUED = 'tenant-queued';
+
 interface Flight<T> {
   readonly freshness: Freshness;
   /** Whom the call is made for (the leader's team, or key): its place in the provider's fair share. */
   readonly tenant: string;
-  /** The call waits in its tenant's provider queue (that tenant at its share of slots). */
+  /** The call waits in its tenant's provider queue (that tenant at its share of slots), or was refused by it. */
   queued: boolean;
+  /** Followers of other tenants, released (TENANT_QUEUED) once the call is queued; null when none. */
+  others: Array<() => void> | null;
   /** When the flight began (its leader entered), epoch ms. */
   readonly since: number;
   readonly promise: Promise<T | Released>;
@@ -57,7 +65,7 @@ export interface Lead<T> {
   run(call: () => Promise<T>): Promise<T>;
   /** No call will be made (the leader was refused for `reason`): followers receive it as Released. */
   release(reason: unknown): void;
-  /** The call waits in its tenant's provider queue (true), or no longer (false). */
+  /** The call waits in its tenant's provider queue, or was refused by it (true), or waits no longer (false). */
   queued(waiting: boolean): void;
 }
 
@@ -88,12 +96,13 @@ export class Coalescer<T> {
    * `now`: the clock's time, against which a flight's age counts for a follower's maxage.
    * `tenant`: whom the request is for. A flight waiting in another tenant's provider queue is
    * not joined: its wait is that tenant's share of the provider, and this request would start
-   * at once on its own (README "Shaping"); it leads a call of its own instead.
+   * at once on its own (README "Shaping"); it leads a call of its own instead. One joined
+   * before its call was queued (its leader still reserving) is released then, TENANT_QUEUED.
    */
   enter(key: string, freshness: Freshness, now = 0, tenant = ''): Entered<T> {
     const joinable = (f: Flight<T>) => (!f.queued || f.tenant === tenant) && satisfies(f.freshness, freshness, Math.max(0, now - f.since) / 1000);
     const existing = this.flights.get(key)?.find(joinable);
-    if (existing) return { leader: false, result: existing.promise };
+    if (existing) return { leader: false, result: existing.tenant === tenant ? existing.promise : this.asOther(existing) };
     const besideQueued = this.flights.get(key)?.some((f) => f.queued && f.tenant !== tenant) ?? false;
     let settle!: Flight<T>['settle'];
     const promise = new Promise<T | Released>((resolve, reject) => {
@@ -101,7 +110,7 @@ export class Coalescer<T> {
     });
     // A leader's failure reaches its followers through their own await; with none, it must not be unhandled.
     promise.catch(() => {});
-    const flight: Flight<T> = { freshness, tenant, queued: false, since: now, promise, settle };
+    const flight: Flight<T> = { freshness, tenant, queued: false, others: null, since: now, promise, settle };
     const list = this.flights.get(key);
     if (list) list.push(flight);
     else this.flights.set(key, [flight]);
@@ -132,9 +141,20 @@ export class Coalescer<T> {
         release: (reason) => end({ value: new Released(reason) }),
         queued: (waiting) => {
           flight.queued = waiting;
+          if (!waiting || !flight.others) return;
+          for (const leave of flight.others) leave();
+          flight.others = null;
         },
       },
     };
+  }
+
+  /** What a follower of another tenant receives: the flight's result, or TENANT_QUEUED once its call is queued. */
+  private asOther(f: Flight<T>): Promise<T | Released> {
+    return new Promise<T | Released>((resolve, reject) => {
+      f.promise.then(resolve, reject);
+      (f.others ??= []).push(() => resolve(new Released(TENANT_QUEUED)));
+    });
   }
 
   /** How many flights have ended: unchanged between two reads, no answer was stored by a flight in between. */

@@ -12,7 +12,7 @@ import type { UpstreamOutcome } from '../upstream/types.js';
 import { isPromise, type MaybePromise } from '../store/ports.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
-import { Released, type Freshness } from './coalesce.js';
+import { Released, TENANT_QUEUED, type Freshness } from './coalesce.js';
 import { creditsOf, sharedFromCache, type FetchResult } from './fetcher.js';
 import { chargeReservation, type SettleNow } from './frame.js';
 import type { LookupDeps } from './lookup-deps.js';
@@ -75,6 +75,8 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
     if (!entered.leader) {
       const result = await entered.result;
       if (!(result instanceof Released)) return answerFetched(deps, miss, result, false, trace);
+      // Joined another tenant's call, now waiting in that tenant's queue: this request calls on its own.
+      if (result.reason === TENANT_QUEUED) continue;
       const why = result.reason as Release;
       if (why !== STORED && holdsFor(why, miss.key)) return refusedAnswer(deps, miss, why.refusal, trace);
       // STORED: the leader found the answer in the cache; so will this request, leading now.

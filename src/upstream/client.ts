@@ -188,6 +188,8 @@ export class UpstreamClient {
         state.call.onQueued?.(true);
       });
       if (waited) state.call.onQueued?.(false);
+      // Refused by its tenant's full queue: what waits on this call for another tenant goes its own way.
+      if (!slot.ok && slot.reason === 'queue_full') state.call.onQueued?.(true);
       if (!slot.ok) {
         if (last) return { ...last, outcome: this.refresh(state, last.outcome) };
         return { outcome: refusal(state, slot.reason, this.clock.now()), retry: 'final', breaker: 'ignore' };

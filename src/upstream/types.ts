@@ -60,8 +60,9 @@ export interface UpstreamCall {
    */
   readonly tenant?: string;
   /**
-   * Told when the call waits in its tenant's queue (true) and when that wait ends (false): a
-   * coalesced call waiting for its leader's tenant is not joined by another tenant (coalesce.ts).
+   * Told when the call waits in its tenant's queue or is refused by it, full (true), and when
+   * that wait ends (false): a coalesced call held by its leader's tenant's queue is not
+   * joined by another tenant, nor waited on by one that joined it before (coalesce.ts).
    */
   readonly onQueued?: (waiting: boolean) => void;
 }
