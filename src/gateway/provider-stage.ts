@@ -10,6 +10,7 @@ import type { LookupTrace } from '../domain/trace.js';
 import type { TraceContext } from '../domain/trace-context.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
 import { isPromise, type MaybePromise } from '../store/ports.js';
+import { isStorageError } from '../store/write-gate.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
 import { Released, TENANT_QUEUED, type Freshness } from './coalesce.js';
@@ -121,7 +122,8 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
       const r = early ?? reserveNow(deps, miss, round === 0 && !held?.waited ? miss.now : deps.clock.now());
       refused = isPromise(r) ? await r : r;
     } catch (err) {
-      lead.release({ refusal: failure('INTERNAL_ERROR'), keyId: miss.key.id });
+      // The leader's own answer to a storage failure is the HTTP layer's 503 (answer-writer.ts): its followers' too.
+      lead.release({ refusal: thrownRefusal(err), keyId: miss.key.id });
       await settled(early);
       await held?.end();
       throw err;
@@ -160,6 +162,11 @@ function settleWhenAnswered(deps: LookupDeps, requestId: string, settleNow: Sett
     else trace.creditsUsed = reported;
     settleNow({ status: 200, code: null, credits: trace.creditsUsed ?? 0, unsettled: reported === null });
   };
+}
+
+/** What a leader's thrown error means for its followers: storage gone (503, as the leader's answer), or a bug (500). */
+function thrownRefusal(err: unknown): Failure {
+  return isStorageError(err) ? failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': '1' }) : failure('INTERNAL_ERROR');
 }
 
 function reserveNow(deps: LookupDeps, miss: Miss, at: number): MaybePromise<Failure | null> {
