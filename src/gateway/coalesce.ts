@@ -31,6 +31,15 @@ export function satisfies(call: Freshness, need: Freshness, elapsedS = 0): boole
 }
 
 /**
+ * Whether a besteffort request that joined `call` should make its own call after the provider
+ * failed it with `kind`: a 512 is the provider's fetch failing, which for a besteffort call it
+ * answers from its own older copy (provider spec §strategy); a strict or fetch call gets the 512.
+ */
+export function missedProviderFallback(call: Freshness, need: Freshness, kind: string): boolean {
+  return kind === 'temporary' && need.strategy === 'besteffort' && call.strategy !== 'besteffort';
+}
+
+/**
  * What the followers of a refused leader receive instead of an answer: the refusal, so that
  * those it applies to as well (whose key it names, or every request, for the provider-wide
  * budget or storage) answer it at once, and the others decide again for themselves.
@@ -76,7 +85,7 @@ export interface Lead<T> {
  */
 export type Entered<T> =
   | { readonly leader: true; readonly lead: Lead<T>; readonly besideQueued: boolean }
-  | { readonly leader: false; readonly result: Promise<T | Released> };
+  | { readonly leader: false; readonly result: Promise<T | Released>; readonly call: Freshness };
 
 /**
  * Identical in-flight upstream calls share one provider call; keyed by cache key.
@@ -102,7 +111,7 @@ export class Coalescer<T> {
   enter(key: string, freshness: Freshness, now = 0, tenant = ''): Entered<T> {
     const joinable = (f: Flight<T>) => (!f.queued || f.tenant === tenant) && satisfies(f.freshness, freshness, Math.max(0, now - f.since) / 1000);
     const existing = this.flights.get(key)?.find(joinable);
-    if (existing) return { leader: false, result: existing.tenant === tenant ? existing.promise : this.asOther(existing) };
+    if (existing) return { leader: false, result: existing.tenant === tenant ? existing.promise : this.asOther(existing), call: existing.freshness };
     const besideQueued = this.flights.get(key)?.some((f) => f.queued && f.tenant !== tenant) ?? false;
     let settle!: Flight<T>['settle'];
     const promise = new Promise<T | Released>((resolve, reject) => {

@@ -13,7 +13,7 @@ import { isPromise, type MaybePromise } from '../store/ports.js';
 import { isStorageError } from '../store/write-gate.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
-import { Released, TENANT_QUEUED, type Freshness } from './coalesce.js';
+import { missedProviderFallback, Released, TENANT_QUEUED, type Freshness } from './coalesce.js';
 import { creditsOf, sharedFromCache, type FetchResult } from './fetcher.js';
 import { chargeReservation, type SettleNow } from './frame.js';
 import type { LookupDeps } from './lookup-deps.js';
@@ -71,11 +71,19 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
   const freshness = { strategy: decision.strategy, maxage: decision.maxage };
   let readAt = miss.readAt;
   let reread = false;
+  let ownFallback = false;
   for (let round = 0; ; round++) {
     const entered = deps.fetcher.enter(miss.cacheKey, freshness, keyTenant(miss.key));
     if (!entered.leader) {
       const result = await entered.result;
-      if (!(result instanceof Released)) return answerFetched(deps, miss, result, false, trace);
+      if (!(result instanceof Released)) {
+        // Besteffort joined a call without the provider's fallback, which failed: unless a stored entry falls back, call once on its own.
+        if (ownFallback || result.outcome.ok || !missedProviderFallback(entered.call, freshness, result.outcome.kind) || localFallback(deps, miss)) {
+          return answerFetched(deps, miss, result, false, trace);
+        }
+        ownFallback = true;
+        continue;
+      }
       // Joined another tenant's call, now waiting in that tenant's queue: this request calls on its own.
       if (result.reason === TENANT_QUEUED) continue;
       const why = result.reason as Release;
@@ -184,6 +192,12 @@ async function settled(r: MaybePromise<Failure | null> | null): Promise<void> {
 function herdMiss(miss: Miss, freshness: Freshness): HerdMiss {
   const need = { endpoint: miss.def.name, strategy: miss.req.strategy, maxage: miss.req.maxage };
   return { cacheKey: miss.cacheKey, freshness, need, requestId: miss.requestId, arrivedAt: miss.now };
+}
+
+/** Whether besteffort's stored entry can answer for a failed call (as answerFetched and refusedAnswer decide). */
+function localFallback(deps: LookupDeps, miss: Miss): boolean {
+  const { entry } = miss;
+  return miss.decision.staleFallback && entry !== null && entry.status === 200 && staleUsable(deps.cacheConfig, miss.def.name, entry.storedAt, deps.clock.now());
 }
 
 /** The reservation was refused (429 budget, 503 storage): besteffort falls back to a stored entry. */
