@@ -11,7 +11,8 @@ import { startStack, type Stack } from '../helpers/stack.js';
  */
 let s: Stack;
 beforeAll(async () => {
-  s = await startStack({ config: { keys: { defaults: { rate: null, credits: null } } } });
+  // The webhook delivery's poll, meeting the held lock, would shut tollgate.db's write gate.
+  s = await startStack({ config: { keys: { defaults: { rate: null, credits: null } }, notifications: { delivery: { pollIntervalMs: 3_600_000 } } } });
 });
 afterAll(async () => s.close());
 

@@ -14,6 +14,10 @@ beforeAll(async () => {
 afterAll(async () => s.close());
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !cond(); i++) await pause(10);
+  expect(cond()).toBe(true);
+}
 
 describe("another team's queued call", () => {
   it('is not joined: the identical lookup of a team under its share starts at once', async () => {
@@ -24,9 +28,9 @@ describe("another team's queued call", () => {
     s.sim.inject({ fault: { kind: 'hang' }, match: 'org_id=70' });
     // Team A holds its two slots with hanging calls and queues two more hanging ones, then org 800.
     const hanging = [700, 701, 702, 703].map((id) => s.get(`/v1/company?org_id=${id}&strategy=fetch`, { key: a.secret }));
-    await pause(50);
+    await until(() => s.app.upstream.inFlight() === 2 && s.app.upstream.queueDepth() === 2);
     const queued = s.get('/v1/company?org_id=800&strategy=fetch', { key: a.secret });
-    await pause(50);
+    await until(() => s.app.upstream.queueDepth() === 3);
     const t0 = Date.now();
     const other = await s.get('/v1/company?org_id=800&strategy=fetch', { key: b.secret });
     const tookMs = Date.now() - t0;

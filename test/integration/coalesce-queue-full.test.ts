@@ -11,12 +11,21 @@ import { startStack, type Stack } from '../helpers/stack.js';
 let s: Stack;
 beforeAll(async () => {
   s = await startStack({
-    config: { upstream: { maxConcurrency: 4, queueSize: 1, deadlineMs: 1_500 }, keys: { defaults: { rate: null, credits: null } } },
+    config: {
+      upstream: { maxConcurrency: 4, queueSize: 1, deadlineMs: 1_500 },
+      keys: { defaults: { rate: null, credits: null } },
+      // The webhook delivery's poll, meeting the held lock, would shut tollgate.db's write gate.
+      notifications: { delivery: { pollIntervalMs: 3_600_000 } },
+    },
   });
 });
 afterAll(async () => s.close());
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !cond(); i++) await pause(10);
+  expect(cond()).toBe(true);
+}
 
 describe("another team's call refused for its team's full queue", () => {
   it('does not refuse the request of another team that joined it before it was queued', async () => {
@@ -27,7 +36,7 @@ describe("another team's call refused for its team's full queue", () => {
     s.sim.inject({ fault: { kind: 'hang' }, match: 'org_id=70' });
     // Team A holds its two slots and fills its queue of one.
     const hanging = [700, 701, 702].map((id) => s.get(`/v1/company?org_id=${id}&strategy=fetch`, { key: a.secret }));
-    await pause(100);
+    await until(() => s.app.upstream.inFlight() === 2 && s.app.upstream.queueDepth() === 1);
     // Team A's lookup of org 800 waits to write its reservation; team B's identical one joins it meanwhile.
     const lock = await holdWriteLock(join(s.dataDir, 'tollgate.db'));
     const leader = s.get('/v1/company?org_id=800&strategy=fetch', { key: a.secret });
