@@ -126,8 +126,10 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
         return answerFetched(deps, miss, shared, false, trace);
       }
       held = herd;
-      // After a release or another replica's call the request has waited: its reservation is dated now, not when it arrived.
-      const r = early ?? reserveNow(deps, miss, round === 0 && !held?.waited ? miss.now : deps.clock.now());
+      // Checked at arrival, after a release or another replica's call too: its ledger row (and
+      // charge) is dated then, and a check of the period the wait ended in would admit it against
+      // a budget it is not charged to (a month spent, re-decided a second into the next one).
+      const r = early ?? reserveNow(deps, miss, miss.now);
       refused = isPromise(r) ? await r : r;
     } catch (err) {
       // The leader's own answer to a storage failure is the HTTP layer's 503 (answer-writer.ts): its followers' too.
