@@ -11,6 +11,16 @@ import { FailoverPool } from './failover-pool.js';
 const CLIENT_MARGIN_MS = 1_000;
 
 /**
+ * How long a session may sit idle inside a transaction before the server ends it. A replica
+ * frozen (a VM paused, SIGSTOP) or cut off between two statements of a transaction kept its
+ * locks — a reservation's advisory lock on the provider budget — and statement_timeout does not
+ * apply to an idle session: every other replica's paid misses waited on the lock and were
+ * refused 503 until the replica came back or TCP gave up (hours). A healthy replica's gap
+ * between two statements of a transaction is milliseconds.
+ */
+const IDLE_IN_TRANSACTION_MS = 2_000;
+
+/**
  * A connection pool to the shared database. Every statement is bounded in time (the ports
  * require it: requests wait on these calls, with others following them): by the server
  * (statement_timeout) and, should the server not answer at all, by the client
@@ -30,6 +40,7 @@ export function openPool(url: string, opts: { max?: number; statementTimeoutMs?:
     // one, which must not make a request wait longer than the old one would have failed in.
     connectionTimeoutMillis: Math.min(5_000, queryTimeoutMs),
     statement_timeout: statementTimeoutMs,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
     query_timeout: queryTimeoutMs,
     application_name: 'tollgate',
   });
