@@ -125,6 +125,14 @@ export function chargeReservation(accounting: Accounting, requestId: string, tra
   trace.unsettled = true;
 }
 
+/**
+ * Credits the provider said a call charged beyond what the trace holds (a failed answer's
+ * `meta.credits_used`, or a retried attempt's): added as reported, after any chargeReservation.
+ */
+export function chargeReported(trace: LookupTrace, credits: number | undefined): void {
+  if (credits) trace.creditsUsed = (trace.creditsUsed ?? 0) + credits;
+}
+
 /** What the frame knows of a request before its stages run. */
 interface RowFrame {
   readonly requestId: string;

@@ -15,7 +15,7 @@ import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
 import { missedProviderFallback, Released, TENANT_QUEUED, type Freshness } from './coalesce.js';
 import { creditsOf, sharedFromCache, type FetchResult } from './fetcher.js';
-import { chargeReservation, type SettleNow } from './frame.js';
+import { chargeReported, chargeReservation, type SettleNow } from './frame.js';
 import type { LookupDeps } from './lookup-deps.js';
 import type { HerdLead, HerdMiss } from './replica-herd.js';
 
@@ -170,6 +170,7 @@ function settleWhenAnswered(deps: LookupDeps, requestId: string, settleNow: Sett
     const reported = creditsOf(outcome.meta);
     if (reported === null) chargeReservation(deps.accounting, requestId, trace);
     else trace.creditsUsed = reported;
+    chargeReported(trace, outcome.earlierCredits);
     settleNow({ status: 200, code: null, credits: trace.creditsUsed ?? 0, unsettled: reported === null });
   };
 }
@@ -227,13 +228,19 @@ function answerFetched(deps: LookupDeps, miss: Miss, result: FetchResult, leader
 
   if (outcome.ok) {
     // A charge the provider did not report is the estimate, unsettled (settleWhenAnswered may have charged it already).
-    if (leader && result.credits === null && !trace.unsettled) chargeReservation(deps.accounting, requestId, trace);
-    const credits = leader ? (result.credits ?? trace.creditsUsed ?? 0) : 0;
+    if (leader && result.credits === null && !trace.unsettled) {
+      chargeReservation(deps.accounting, requestId, trace);
+      chargeReported(trace, outcome.earlierCredits);
+    }
+    // Billed attempts retried before this answer (a 512 that said it charged) are this request's cost too.
+    const credits = !leader ? 0 : result.credits === null ? (trace.creditsUsed ?? 0) : result.credits + (outcome.earlierCredits ?? 0);
     trace.creditsUsed = credits;
     trace.creditsSaved = leader ? 0 : (result.credits ?? 0);
     return forwardAnswer(fwd, requestId, result.dataText!, result.metaText!, result.providerCached, credits, extra);
   }
   if (leader && outcome.maybeCharged) chargeReservation(deps.accounting, requestId, trace);
+  // What failed answers said they charged (a billed 404, 429 or 512): recorded as reported.
+  if (leader) chargeReported(trace, outcome.creditsReported);
   const fwdStatus = outcome.upstreamStatus ?? outcome.failure.status;
   if (miss.decision.staleFallback && entry && entry.status === 200 && staleEligible(outcome.kind) && staleUsable(deps.cacheConfig, miss.def.name, entry.storedAt, deps.clock.now())) {
     trace.cache = 'STALE';

@@ -7,11 +7,11 @@ import { failure } from '../domain/errors.js';
 import type { LookupTrace } from '../domain/trace.js';
 import type { Config } from '../config.js';
 import type { Accounting } from '../gateway/accounting.js';
-import { chargeReservation } from '../gateway/frame.js';
+import { chargeReported, chargeReservation } from '../gateway/frame.js';
 import { BYPASS, creditsReported } from '../gateway/passthrough.js';
 import type { Clock } from '../domain/clock.js';
 import type { AdmittedCall } from '../upstream/call-state.js';
-import { errorResult, type AttemptResult } from '../upstream/http.js';
+import { decodeBody, errorResult, type AttemptResult } from '../upstream/http.js';
 import { scrubText, SecretScrubber } from '../upstream/scrub.js';
 import type { UpstreamFailure } from '../upstream/types.js';
 
@@ -55,6 +55,8 @@ export function passthroughProxy(config: Readonly<Config>, deps: { readonly acco
 
   const chargeIfBilled = (f: UpstreamFailure | null, requestId: string, trace: LookupTrace): void => {
     if (f?.maybeCharged) chargeReservation(deps.accounting, requestId, trace);
+    // A failed answer that says what it charged (meta.credits_used beside its error): as reported.
+    chargeReported(trace, f?.creditsReported);
   };
 
   function forward(raw: IncomingMessage, out: ServerResponse, requestId: string, trace: LookupTrace, admitted: AdmittedCall): Promise<ProxiedAnswer> {
@@ -136,32 +138,35 @@ export function passthroughProxy(config: Readonly<Config>, deps: { readonly acco
       done({ status, headers, body: '', stream: pipeline(res, new SecretScrubber(apiKey!), () => admitted.release()) }, false);
       return;
     }
-    readCapped(res, maxBytes).then(
-      (text) => {
-        const f = admitted.settle(answer(text));
-        chargeIfBilled(f, requestId, trace);
-        // For a lookup, "no such route" means upstream.url is wrong; here the caller chose the path.
-        if (f?.kind === 'no_route') return done(errorAnswer(failure('ROUTE_NOT_FOUND', `The provider has no route ${trace.identity}.`), requestId, headers), true);
-        if (f) return done(errorAnswer(f.failure, requestId, headers), true);
-        if (text === null) {
-          // A 2xx the provider performed, and bills, but too large to read its charge from.
-          chargeReservation(deps.accounting, requestId, trace);
-          return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
-        }
-        const reported = creditsReported(text);
-        // A 2xx the provider performed without saying what it charged: the estimate, unsettled.
-        if (reported === null) chargeReservation(deps.accounting, requestId, trace);
-        else trace.creditsUsed = reported;
-        // Sent as the provider wrote it: the request id is swapped as text by the caller (withRequestId),
-        // never by parsing and serializing, which would round integers beyond 2^53.
-        done({ status, headers, body: scrubText(text, apiKey!) }, true);
-      },
-      (err: unknown) => {
-        const f = admitted.settle(errorResult(err, admitted.signal, status, upstreamId));
-        chargeIfBilled(f, requestId, trace);
-        done(errorAnswer(f?.failure ?? failure('UPSTREAM_UNAVAILABLE'), requestId, headers), true);
-      },
-    );
+    readCapped(res, maxBytes)
+      .then((raw) => (raw === null ? null : decodeBody(raw, headerOf(res, 'content-encoding'), maxBytes)))
+      .then((decoded) => decoded?.toString('utf8') ?? null)
+      .then(
+        (text) => {
+          const f = admitted.settle(answer(text));
+          chargeIfBilled(f, requestId, trace);
+          // For a lookup, "no such route" means upstream.url is wrong; here the caller chose the path.
+          if (f?.kind === 'no_route') return done(errorAnswer(failure('ROUTE_NOT_FOUND', `The provider has no route ${trace.identity}.`), requestId, headers), true);
+          if (f) return done(errorAnswer(f.failure, requestId, headers), true);
+          if (text === null) {
+            // A 2xx the provider performed, and bills, but too large to read its charge from.
+            chargeReservation(deps.accounting, requestId, trace);
+            return done(errorAnswer(failure('UPSTREAM_ERROR', 'The provider answer is larger than the gateway accepts.'), requestId, headers), true);
+          }
+          const reported = creditsReported(text);
+          // A 2xx the provider performed without saying what it charged: the estimate, unsettled.
+          if (reported === null) chargeReservation(deps.accounting, requestId, trace);
+          else trace.creditsUsed = reported;
+          // Sent as the provider wrote it: the request id is swapped as text by the caller (withRequestId),
+          // never by parsing and serializing, which would round integers beyond 2^53.
+          done({ status, headers, body: scrubText(text, apiKey!) }, true);
+        },
+        (err: unknown) => {
+          const f = admitted.settle(errorResult(err, admitted.signal, status, upstreamId));
+          chargeIfBilled(f, requestId, trace);
+          done(errorAnswer(f?.failure ?? failure('UPSTREAM_UNAVAILABLE'), requestId, headers), true);
+        },
+      );
   }
 
   return {
@@ -173,7 +178,13 @@ export function passthroughProxy(config: Readonly<Config>, deps: { readonly acco
   };
 }
 
-function readCapped(res: IncomingMessage, max: number): Promise<string | null> {
+function headerOf(res: IncomingMessage, name: string): string | undefined {
+  const v = res.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** The body's bytes as sent (decodeBody undoes a content coding), or null past `max`. */
+function readCapped(res: IncomingMessage, max: number): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -184,7 +195,7 @@ function readCapped(res: IncomingMessage, max: number): Promise<string | null> {
         resolve(null);
       } else chunks.push(c);
     });
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('end', () => resolve(Buffer.concat(chunks)));
     res.on('error', reject);
     res.on('close', () => reject(Object.assign(new Error('response closed'), { code: 'ECONNRESET' })));
   });

@@ -77,7 +77,9 @@ function parseFault(x: Record<string, unknown>): Fault | string {
       if (x.code !== undefined && typeof x.code !== 'string') return 'fault.code must be a string';
       if (x.message !== undefined && typeof x.message !== 'string') return 'fault.message must be a string';
       if (x.retryAfter !== undefined && !nonNegInt(x.retryAfter)) return 'fault.retryAfter must be an integer ≥ 0';
+      if (x.credits !== undefined && !nonNegInt(x.credits)) return 'fault.credits must be an integer ≥ 0';
       const f: Fault = { kind: 'status', status: x.status };
+      if (x.credits !== undefined) f.credits = x.credits as number;
       if (x.code !== undefined) f.code = x.code as string;
       if (x.message !== undefined) f.message = x.message as string;
       if (x.retryAfter !== undefined) f.retryAfter = x.retryAfter as number;
@@ -86,11 +88,16 @@ function parseFault(x: Record<string, unknown>): Fault | string {
     case 'latency':
     case 'slow-body':
       return nonNegInt(x.ms) ? { kind: x.kind, ms: x.ms } : 'fault.ms must be an integer ≥ 0';
+    case 'encoded':
+      if (x.coding !== 'gzip' && x.coding !== 'deflate' && x.coding !== 'identity') return 'fault.coding must be gzip, deflate or identity';
+      if (x.chunked !== undefined && typeof x.chunked !== 'boolean') return 'fault.chunked must be a boolean';
+      return x.chunked === undefined ? { kind: 'encoded', coding: x.coding } : { kind: 'encoded', coding: x.coding, chunked: x.chunked };
     case 'huge':
       return nonNegInt(x.bytes) ? { kind: 'huge', bytes: x.bytes } : 'fault.bytes must be an integer ≥ 0';
     case 'malformed':
     case 'bad-envelope':
     case 'unreported-credits':
+    case 'cut-body':
     case 'reset':
     case 'hang':
       return { kind: x.kind };

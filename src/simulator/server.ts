@@ -14,7 +14,7 @@ import { errorAnswer, handleApi, type Answer, type ApiContext } from './handler.
 import { SimCache } from './lookup.js';
 import { FixedWindow, UNLIMITED } from './ratelimit.js';
 import { DEFAULT_API_KEY, DEFAULT_CREDITS, type FaultRule, type SimCall, type SimStats, type Simulator, type SimulatorOptions } from './types.js';
-import { padded, replacementBody, Timers, withoutCreditsUsed, writeAnswer } from './wire.js';
+import { chargedError, padded, replacementBody, Timers, withoutCreditsUsed, writeAnswer } from './wire.js';
 
 /** Balance reported by GET /v1/credits before any charge. */
 export const INITIAL_CREDIT_BALANCE = 1_000_000;
@@ -149,20 +149,23 @@ export class SimServer implements Simulator {
 
     let answer: Answer;
     const replaced = fault ? replacementBody(fault, requestId) : undefined;
-    if (fault?.kind === 'status') answer = errorAnswer(statusFailure(fault), requestId);
+    if (fault?.kind === 'status') answer = chargedError(errorAnswer(statusFailure(fault), requestId), fault.credits);
     else if (replaced !== undefined) answer = { status: 200, headers: {}, body: replaced, credits: 0 };
     else answer = handleApi(call, requestId, this.apiContext(call.path, call.query));
     if (fault?.kind === 'huge') answer = padded(answer, fault.bytes);
     if (fault?.kind === 'unreported-credits') answer = withoutCreditsUsed(answer);
     // Billed when performed, like a real provider: a client that hangs up before the answer
-    // arrives (a gateway deadline, a crash) has still spent the credits.
-    if (answer.status >= 200 && answer.status < 300) this.charged += answer.credits;
+    // arrives (a gateway deadline, a crash) has still spent the credits. An error answer costs
+    // nothing unless a fault says it was billed (chargedError).
+    this.charged += answer.credits;
 
     const token = /^\s*bearer\s+(\S+)\s*$/i.exec(call.authorization ?? '')?.[1];
     const base = { 'X-Request-Id': requestId, ...this.limiter.peek(token === this.apiKey ? token : undefined) };
     writeAnswer(res, answer, base, {
       delayMs: this.latencyMs + (fault?.kind === 'latency' ? fault.ms : 0),
       slowBodyMs: fault?.kind === 'slow-body' ? fault.ms : undefined,
+      encoded: fault?.kind === 'encoded' ? fault : undefined,
+      cutBody: fault?.kind === 'cut-body',
       timers: this.timers,
     });
   }

@@ -19,7 +19,12 @@ export interface SimulatorOptions {
 }
 
 export type Fault =
-  | { kind: 'status'; status: number; code?: string; message?: string; retryAfter?: number }
+  /**
+   * The status with the provider's error envelope. `credits`: a provider that bills the failed
+   * request (a not-found lookup, say): its envelope also carries `meta.credits_used` and the
+   * simulator counts it charged.
+   */
+  | { kind: 'status'; status: number; code?: string; message?: string; retryAfter?: number; credits?: number }
   | { kind: 'latency'; ms: number }
   | { kind: 'malformed' }
   | { kind: 'bad-envelope' }
@@ -28,7 +33,14 @@ export type Fault =
   | { kind: 'reset' }
   | { kind: 'hang' }
   | { kind: 'slow-body'; ms: number }
-  | { kind: 'huge'; bytes: number };
+  /** A normal answer, charged as usual, whose connection is destroyed after the headers and half the body. */
+  | { kind: 'cut-body' }
+  | { kind: 'huge'; bytes: number }
+  /**
+   * A normal answer, charged as usual, sent with `Content-Encoding: gzip` or `deflate` whatever
+   * the request's Accept-Encoding said, and `chunked`: without Content-Length, in several chunks.
+   */
+  | { kind: 'encoded'; coding: 'gzip' | 'deflate' | 'identity'; chunked?: boolean };
 
 export interface FaultRule {
   fault: Fault;
@@ -63,7 +75,7 @@ export interface Simulator {
   clearFaults(): void;
   /** Clears calls, faults and the simulator's own cache. */
   reset(): void;
-  /** Total credits reported in meta.credits_used of all 2xx answers. */
+  /** Total credits reported in meta.credits_used of all answers (2xx, and faults' charged errors). */
   creditsCharged(): number;
   /** Also ends hanging requests and keep-alive sockets promptly. */
   close(): Promise<void>;

@@ -4,6 +4,7 @@
  * its response, so neither an aborted client nor close() can leave one behind.
  */
 import type { ServerResponse } from 'node:http';
+import { deflateSync, gzipSync } from 'node:zlib';
 import type { Answer } from './handler.js';
 import type { Fault } from './types.js';
 
@@ -54,6 +55,12 @@ export function withoutCreditsUsed(answer: Answer): Answer {
   return { ...answer, body: { ...answer.body, meta } };
 }
 
+/** An error answer the provider billed: `meta.credits_used` beside its `error`, and counted charged. */
+export function chargedError(answer: Answer, credits: number | undefined): Answer {
+  if (credits === undefined || typeof answer.body === 'string') return answer;
+  return { ...answer, body: { ...answer.body, meta: { credits_used: credits } }, credits };
+}
+
 /** Pads a valid 2xx envelope to about `bytes` with a field clients must ignore. */
 export function padded(answer: Answer, bytes: number): Answer {
   if (typeof answer.body === 'string' || answer.status >= 300) return answer;
@@ -67,19 +74,39 @@ export interface WriteOptions {
   delayMs: number;
   /** Send headers and part of the body, finish after this many ms. */
   slowBodyMs?: number;
+  /** Send headers and part of the body, then destroy the connection. */
+  cutBody?: boolean;
+  /** Content-Encoding of the body, and whether it goes chunked (no Content-Length). */
+  encoded?: { coding: 'gzip' | 'deflate' | 'identity'; chunked?: boolean } | undefined;
   timers: Timers;
 }
 
 export function writeAnswer(res: ServerResponse, answer: Answer, baseHeaders: Record<string, string>, o: WriteOptions): void {
   const go = (): void => {
     if (res.destroyed) return;
-    const body = Buffer.from(typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body));
+    const plain = Buffer.from(typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body));
+    const coding = o.encoded?.coding ?? 'identity';
+    const body = coding === 'gzip' ? gzipSync(plain) : coding === 'deflate' ? deflateSync(plain) : plain;
     res.writeHead(answer.status, {
       ...baseHeaders,
       ...answer.headers,
       'Content-Type': 'application/json; charset=utf-8',
-      'Content-Length': String(body.length),
+      ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
+      ...(o.encoded?.chunked ? {} : { 'Content-Length': String(body.length) }),
     });
+    if (o.encoded?.chunked) {
+      // Several chunks, the last in a later turn: a reader must not take the first for the whole.
+      const third = Math.max(1, Math.floor(body.length / 3));
+      res.write(body.subarray(0, third));
+      res.write(body.subarray(third, 2 * third));
+      o.timers.after(5, res, () => res.end(body.subarray(2 * third)));
+      return;
+    }
+    if (o.cutBody) {
+      res.write(body.subarray(0, Math.max(1, Math.floor(body.length / 2))));
+      o.timers.after(5, res, () => res.socket?.destroy());
+      return;
+    }
     if (o.slowBodyMs === undefined) {
       res.end(body);
       return;

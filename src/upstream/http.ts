@@ -1,3 +1,5 @@
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate, inflateRaw } from 'node:zlib';
 import { Pool } from 'undici';
 import { formatTraceparent } from '../domain/trace-context.js';
 import { scrubText } from './scrub.js';
@@ -75,6 +77,8 @@ export class ProviderHttp {
         headers: {
           authorization: `Bearer ${this.settings.apiKey}`,
           accept: 'application/json',
+          // Without it any content coding is acceptable (RFC 9110 §12.5.3); one sent anyway is decoded (readCapped).
+          'accept-encoding': 'identity',
           'x-request-id': call.requestId,
           'user-agent': 'tollgate',
           ...traceHeaders(call),
@@ -86,7 +90,7 @@ export class ProviderHttp {
       // (or a proxy before it) that echoes the Authorization header must not hand the key on.
       const rid = headerValue(res.headers['x-request-id']);
       upstreamRequestId = rid === undefined ? undefined : scrubText(rid, this.settings.apiKey);
-      const read = await readCapped(res.body, headerValue(res.headers['content-length']), this.settings.maxResponseBytes);
+      const read = await readCapped(res.body, headerValue(res.headers['content-length']), this.settings.maxResponseBytes, headerValue(res.headers['content-encoding']));
       return {
         type: 'response',
         status,
@@ -115,8 +119,12 @@ export function traceHeaders(call: UpstreamCall): Record<string, string> {
 
 type Body = AsyncIterable<Buffer | string> & { destroy(err?: Error): unknown; dump?(): Promise<void> };
 
-/** Reads at most `max` bytes; past that it stops and drops the connection's body. */
-async function readCapped(body: Body, contentLength: string | undefined, max: number): Promise<{ text: string | null; tooLarge: boolean }> {
+/**
+ * Reads at most `max` bytes; past that it stops and drops the connection's body. A body sent
+ * with a content coding (gzip, deflate, br) is decoded, to at most `max` bytes too: a provider
+ * (or a proxy before it) that compresses a paid answer must not turn it into an unreadable one.
+ */
+async function readCapped(body: Body, contentLength: string | undefined, max: number, encoding?: string): Promise<{ text: string | null; tooLarge: boolean }> {
   if (contentLength !== undefined && /^\d+$/.test(contentLength) && Number(contentLength) > max) {
     body.destroy();
     return { text: null, tooLarge: true };
@@ -132,7 +140,39 @@ async function readCapped(body: Body, contentLength: string | undefined, max: nu
     }
     chunks.push(buf);
   }
-  return { text: Buffer.concat(chunks, size).toString('utf8'), tooLarge: false };
+  const raw = Buffer.concat(chunks, size);
+  const decoded = encoding === undefined ? raw : await decodeBody(raw, encoding, max);
+  return decoded === null ? { text: null, tooLarge: true } : { text: decoded.toString('utf8'), tooLarge: false };
+}
+
+const decoders = { gzip: promisify(gunzip), deflate: promisify(inflate), raw: promisify(inflateRaw), br: promisify(brotliDecompress) };
+
+/**
+ * A body as sent with `Content-Encoding` (gzip, x-gzip, deflate, br; a list is undone last
+ * first), decoded to at most `max` bytes; null past that. An unknown coding, or bytes that do not
+ * decode, are returned as they are: the envelope check then finds them invalid.
+ */
+export async function decodeBody(raw: Buffer, encoding: string | undefined, max: number): Promise<Buffer | null> {
+  const codings = (encoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
+  let out = raw;
+  for (const coding of codings.reverse()) {
+    const opts = { maxOutputLength: max };
+    try {
+      if (coding === 'gzip' || coding === 'x-gzip') out = await decoders.gzip(out, opts);
+      // "deflate" is zlib-wrapped (RFC 9110 §8.4.1.2); some servers send it raw.
+      else if (coding === 'deflate') out = await decoders.deflate(out, opts).catch((err: unknown) => (isTooLarge(err) ? Promise.reject(err) : decoders.raw(out, opts)));
+      else if (coding === 'br') out = await decoders.br(out, opts);
+      else return out;
+    } catch (err) {
+      if (isTooLarge(err)) return null;
+      return out;
+    }
+  }
+  return out;
+}
+
+function isTooLarge(err: unknown): boolean {
+  return err instanceof RangeError || (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE');
 }
 
 /**

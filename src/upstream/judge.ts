@@ -18,6 +18,8 @@ export interface CallState {
   upstreamRequestId: string | undefined;
   /** Some attempt was sent and may have been billed, but gave no readable answer. */
   maybeCharged?: boolean;
+  /** Credits that failed attempts' answers said they charged (map.ts reportedCharge). */
+  creditsReported?: number;
 }
 
 /** Connection errors that mean the request never reached the provider, so it cannot have been billed. */
@@ -46,6 +48,7 @@ export function failOf(state: CallState, kind: UpstreamFailureKind, f: Failure, 
     ms: now - state.started,
     attempts: state.attempts,
     maybeCharged: state.maybeCharged === true,
+    ...(state.creditsReported ? { creditsReported: state.creditsReported } : {}),
   };
 }
 
@@ -71,9 +74,12 @@ export function judgeAttempt(state: CallState, raw: AttemptResult, apiKey: strin
         upstreamRequestId: state.upstreamRequestId,
         ms: now - state.started,
         attempts: state.attempts,
+        ...(state.creditsReported ? { earlierCredits: state.creditsReported } : {}),
       };
       return { outcome, retry: 'final', breaker: 'success' };
     }
+    // Before failOf: the failure carries every charge reported so far, this attempt's included.
+    if (c.credits) state.creditsReported = (state.creditsReported ?? 0) + c.credits;
     // A 2xx is a lookup the provider performed, and bills, even when its answer is unusable.
     if (raw.status >= 200 && raw.status < 300) state.maybeCharged = true;
     const outcome = failOf(state, c.kind, c.failure, now);

@@ -21,6 +21,12 @@ export type Classified =
       readonly failure: Failure;
       /** Seconds the provider asked us to wait (429 only); the shaper pauses on it. */
       readonly retryAfterS?: number;
+      /**
+       * What a non-2xx answer says it charged (`meta.credits_used` beside its `error`), when it
+       * says so. The spec reports credits on successes only, but a provider that bills a failed
+       * lookup (an entity not found, say) and says so must be recorded: see reportedCharge.
+       */
+      readonly credits?: number;
     };
 
 export interface ProviderAnswer {
@@ -60,6 +66,31 @@ const FALLBACK_BY_STATUS: Readonly<Record<number, RegistryCode>> = {
 export function classifyAnswer(a: ProviderAnswer, opts: MapOptions = {}): Classified {
   const { status } = a;
   if (status >= 200 && status < 300) return checkEnvelope(a);
+  const c = classifyFailure(a, opts);
+  if (c.ok) return c;
+  const credits = reportedCharge(a);
+  return credits ? { ...c, credits } : c;
+}
+
+/**
+ * `meta.credits_used` of a non-2xx answer: a positive safe integer, or null (absent, unreadable,
+ * zero). Read whatever the status: a provider that bills a 404, a 429 or a 512 and says so has
+ * spent the credits, and the ledger must not hold less than it charged (DESIGN §6).
+ */
+export function reportedCharge(a: ProviderAnswer): number | null {
+  if (a.tooLarge || !a.body) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(a.body);
+  } catch {
+    return null;
+  }
+  const c = isObject(parsed) && isObject(parsed.meta) ? parsed.meta.credits_used : undefined;
+  return typeof c === 'number' && Number.isSafeInteger(c) && c > 0 ? c : null;
+}
+
+function classifyFailure(a: ProviderAnswer, opts: MapOptions): Classified {
+  const { status } = a;
   if (status === 401 || status === 403) {
     return {
       ok: false,

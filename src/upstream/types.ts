@@ -92,6 +92,11 @@ export interface UpstreamSuccess {
   /** Wall time of the whole logical call, queueing and retries included. */
   readonly ms: number;
   readonly attempts: number;
+  /**
+   * Credits that earlier, failed attempts of this call said they charged (a billed 512 that
+   * was retried): spent beside this answer's own `meta.credits_used`. Absent when none.
+   */
+  readonly earlierCredits?: number;
 }
 
 export interface UpstreamFailure {
@@ -109,6 +114,11 @@ export interface UpstreamFailure {
    * could not be read). The ledger then charges the reservation's estimate, unsettled.
    */
   readonly maybeCharged?: boolean;
+  /**
+   * Credits the provider's failed answers said they charged (`meta.credits_used` on an error),
+   * over every attempt of the call: charged as reported, beside any estimate for maybeCharged.
+   */
+  readonly creditsReported?: number;
 }
 
 export type UpstreamOutcome = UpstreamSuccess | UpstreamFailure;

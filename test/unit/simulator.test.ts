@@ -93,6 +93,11 @@ describe('simulator fault rules', () => {
     expect(typeof parseFaultRule({ fault: { kind: 'status', status: 42 } })).toBe('string');
     expect(typeof parseFaultRule({ fault: { kind: 'slow-body', ms: -1 } })).toBe('string');
     expect(typeof parseFaultRule({ fault: { kind: 'reset' }, path: 3 })).toBe('string');
+    expect(parseFaultRule({ fault: { kind: 'status', status: 404, credits: 1 } })).toEqual({ fault: { kind: 'status', status: 404, credits: 1 } });
+    expect(typeof parseFaultRule({ fault: { kind: 'status', status: 404, credits: -1 } })).toBe('string');
+    expect(parseFaultRule({ fault: { kind: 'encoded', coding: 'gzip', chunked: true } })).toEqual({ fault: { kind: 'encoded', coding: 'gzip', chunked: true } });
+    expect(typeof parseFaultRule({ fault: { kind: 'encoded', coding: 'zstd' } })).toBe('string');
+    expect(parseFaultRule({ fault: { kind: 'cut-body' } })).toEqual({ fault: { kind: 'cut-body' } });
   });
 
   it('gives status faults the conventional code and a Retry-After on 429', () => {

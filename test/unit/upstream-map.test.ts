@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { classifyAnswer, MAX_MESSAGE_CHARS, parseRetryAfter, safeMessage } from '../../src/upstream/map.js';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { decodeBody } from '../../src/upstream/http.js';
+import { classifyAnswer, MAX_MESSAGE_CHARS, parseRetryAfter, reportedCharge, safeMessage } from '../../src/upstream/map.js';
 
 const errBody = (code: unknown, message: unknown): string => JSON.stringify({ error: { code, message, request_id: 'req_x' } });
 const ok = JSON.stringify({ request_id: 'r', data: { first_name: 'Jane' }, meta: { source: 's', cached: false, credits_used: 1 } });
@@ -100,6 +102,57 @@ describe('classifyAnswer: status → kind / failure', () => {
     const long = classifyAnswer({ status: 400, body: errBody('BAD', 'x'.repeat(5000)) });
     expect(!long.ok && long.failure.message.length).toBeLessThanOrEqual(MAX_MESSAGE_CHARS);
     expect(safeMessage('a\nb\u0000c', [])).toBe('a b c');
+  });
+});
+
+describe('what a failed answer says it charged', () => {
+  const billed = (credits: unknown) => JSON.stringify({ error: { code: 'NOT_FOUND', message: 'No such profile.', request_id: 'r' }, meta: { credits_used: credits } });
+
+  it.each<[string | null, number | null]>([
+    [billed(1), 1],
+    [billed(0), null],
+    [billed(-1), null],
+    [billed('1'), null],
+    [billed(1.5), null],
+    [billed(1e300), null],
+    [errBody('NOT_FOUND', 'x'), null],
+    ['not json', null],
+    [null, null],
+  ])('reportedCharge(%s) = %s', (body, expected) => {
+    expect(reportedCharge({ status: 404, body })).toBe(expected);
+  });
+
+  it('is carried by every failure kind, and never by a too large body', () => {
+    for (const status of [400, 404, 429, 500, 512, 513]) {
+      const c = classifyAnswer({ status, body: billed(2) });
+      expect(c.ok).toBe(false);
+      if (!c.ok) expect(c.credits).toBe(2);
+    }
+    const big = classifyAnswer({ status: 404, body: billed(2), tooLarge: true });
+    expect(!big.ok && big.credits).toBeFalsy();
+  });
+});
+
+describe('decodeBody: a content coding the provider sent anyway', () => {
+  const plain = Buffer.from(ok);
+
+  it.each<[string, Buffer]>([
+    ['gzip', gzipSync(plain)],
+    ['x-gzip', gzipSync(plain)],
+    ['deflate', deflateSync(plain)],
+    ['deflate', deflateRawSync(plain)], // raw deflate, as some servers send it
+    ['br', brotliCompressSync(plain)],
+    ['identity', plain],
+    ['gzip, br', brotliCompressSync(gzipSync(plain))],
+  ])('%s', async (coding, sent) => {
+    expect((await decodeBody(sent, coding, 1 << 20))?.toString('utf8')).toBe(ok);
+  });
+
+  it('past max once decoded: null (too large); an unknown coding or broken bytes: as sent', async () => {
+    const bomb = gzipSync(Buffer.alloc(1 << 20, 'x'));
+    expect(await decodeBody(bomb, 'gzip', 64 * 1024)).toBeNull();
+    expect(await decodeBody(plain, 'zstd', 1 << 20)).toEqual(plain);
+    expect(await decodeBody(plain, 'gzip', 1 << 20)).toEqual(plain);
   });
 });
 
