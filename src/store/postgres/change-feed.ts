@@ -13,6 +13,9 @@ export const CHANGES_CHANNEL = 'tollgate_changes';
  */
 export const NOTIFY_SQL = `SELECT pg_notify('${CHANGES_CHANNEL}', $1)`;
 
+/** How long heardElsewhere waits for the listening connection to answer: the beacon's 0.5 s and this stay under guarantee 5's 2 s. */
+const CONFIRM_MS = 1_000;
+
 /** NOTIFY's payload is limited to 8000 bytes: a longer key is announced as its whole topic. */
 const MAX_PAYLOAD = 7_900;
 
@@ -94,10 +97,33 @@ export class PgChangeFeed implements ChangeFeed {
 
   /**
    * `topic` changed, as heard another way (redis/change-beacon.ts, for a replica cut off from
-   * PostgreSQL alone): its listeners forget everything of it, as after a lost connection.
+   * PostgreSQL alone). The listening connection is asked whether it is alive: PostgreSQL sends a
+   * listening session the notifications committed before a query ahead of its answer, so an
+   * answer means the change's NOTIFY was heard already, and nothing is forgotten twice (which
+   * would also drop, a moment later, what a PostgreSQL outage then could not read again). No
+   * answer within CONFIRM_MS, or no connection: its listeners forget everything of the topic.
    */
   heardElsewhere(topic: ChangeTopic): void {
-    this.heard(topic);
+    const client = this.client;
+    if (!client) return this.heard(topic);
+    let decided = false;
+    const forget = () => {
+      if (decided) return;
+      decided = true;
+      this.heard(topic);
+    };
+    const timer = setTimeout(forget, CONFIRM_MS);
+    timer.unref();
+    client.query('SELECT 1').then(
+      () => {
+        decided = true;
+        clearTimeout(timer);
+      },
+      () => {
+        clearTimeout(timer);
+        forget();
+      },
+    );
   }
 
   async close(): Promise<void> {
