@@ -19,8 +19,9 @@ const TOPICS: readonly ChangeTopic[] = ['keys', 'cache'];
  * the keys and entries it remembers — a key revoked elsewhere among them. Here every such change
  * also bumps a counter per topic in Redis, after it committed, and every replica reads the
  * counters every `everyMs`: one that moved makes the replica forget everything it remembers of
- * that topic. Its next request then reads PostgreSQL, which it cannot reach, and gets a storage
- * failure (503) rather than what was revoked or purged.
+ * that topic, unless its listening connection answers at once (PgChangeFeed.heardElsewhere: the
+ * NOTIFY was heard then). Its next request then reads PostgreSQL, which it cannot reach, and
+ * gets a storage failure (503) rather than what was revoked or purged.
  *
  * A counter, not a message: a replica that could not read Redis for a while sees the move once
  * it can, and a Redis restarted empty makes the counters differ too (everything is forgotten
