@@ -1,4 +1,3 @@
-import net from 'node:net';
 import type { Pool } from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DAY_MS, type LedgerRow } from '../../src/domain/ledger.js';
@@ -8,6 +7,7 @@ import { PgLedger } from '../../src/store/postgres/ledger.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { migrate } from '../../src/store/postgres/schema.js';
 import { T0 } from '../contract/support.js';
+import { answerLosingRelay } from '../helpers/answer-losing-relay.js';
 import { freshDatabase } from '../helpers/postgres.js';
 
 /**
@@ -20,33 +20,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
 });
 
-/** A relay to PostgreSQL that, once armed, passes on a statement naming `marker` and then drops the connection: its answer is lost. */
-async function answerLosingRelay(port: number, marker: string) {
-  let armed = false;
-  const server = net.createServer((client) => {
-    const up = net.connect(port, '127.0.0.1');
-    let deaf = false;
-    client.on('data', (d) => {
-      up.write(d);
-      if (armed && d.includes(Buffer.from(marker))) {
-        armed = false;
-        deaf = true;
-        setTimeout(() => {
-          client.destroy();
-          up.end();
-        }, 300);
-      }
-    });
-    up.on('data', (d) => {
-      if (!deaf) client.write(d);
-    });
-    client.on('error', () => up.destroy());
-    up.on('error', () => client.destroy());
-    client.on('close', () => up.end());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { port: (server.address() as net.AddressInfo).port, arm: () => (armed = true), close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 const hit = (n: number): LedgerRow => ({
   requestId: `req-hit-${n}`,

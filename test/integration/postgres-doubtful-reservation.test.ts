@@ -1,4 +1,3 @@
-import net from 'node:net';
 import type { Pool } from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROVIDER_SCOPE } from '../../src/domain/credits.js';
@@ -9,6 +8,7 @@ import { PgLedger } from '../../src/store/postgres/ledger.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { migrate } from '../../src/store/postgres/schema.js';
 import { T0 } from '../contract/support.js';
+import { answerLosingRelay } from '../helpers/answer-losing-relay.js';
 import { freshDatabase } from '../helpers/postgres.js';
 
 /**
@@ -27,33 +27,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
 });
 
-/** A relay to PostgreSQL that, once armed, passes a COMMIT on and then drops the connection: the commit's answer is lost. */
-async function answerLosingRelay(port: number) {
-  let armed = false;
-  const server = net.createServer((client) => {
-    const up = net.connect(port, '127.0.0.1');
-    let deaf = false;
-    client.on('data', (d) => {
-      up.write(d);
-      if (armed && d.includes(Buffer.from('COMMIT\0'))) {
-        armed = false;
-        deaf = true;
-        setTimeout(() => {
-          client.destroy();
-          up.end();
-        }, 300);
-      }
-    });
-    up.on('data', (d) => {
-      if (!deaf) client.write(d);
-    });
-    client.on('error', () => up.destroy());
-    up.on('error', () => client.destroy());
-    client.on('close', () => up.end());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { port: (server.address() as net.AddressInfo).port, arm: () => (armed = true), close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 async function replica(url: string, direct: Pool) {
   const pool = openPool(url, { max: 2, statementTimeoutMs: 2_000 });
@@ -73,7 +46,7 @@ describe('a reservation whose write failed after it landed', () => {
     const direct = openPool(db.url, { max: 2 });
     cleanups.push(() => direct.end());
     await migrate(direct);
-    const relay = await answerLosingRelay(Number(new URL(db.url).port || 5432));
+    const relay = await answerLosingRelay(Number(new URL(db.url).port || 5432), 'COMMIT\0');
     cleanups.push(relay.close);
     const via = new URL(db.url);
     via.host = `127.0.0.1:${relay.port}`;
