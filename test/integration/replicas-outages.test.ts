@@ -138,6 +138,8 @@ describe('PostgreSQL cut off', () => {
       await Promise.all(
         ALL.map((i) => until(`replica ${i} knows it hears no changes`, 8_000, async () => ((await readyz(c, i)).json.checks.change_notifications === 'reconnecting' ? true : undefined), 200)),
       );
+      // And that its lease is not renewed: it reserves nothing meanwhile. A heartbeat fails at once when refused, by its query timeout (6 s) when unanswered.
+      await Promise.all(ALL.map((i) => until(`replica ${i} reports its lease unrenewed`, 10_000, async () => ((await readyz(c, i)).json.checks.lease === 'renewing' ? true : undefined), 200)));
 
       // After a blackhole the server has forgotten the connections open during it (say it failed over): they stay silent.
       net.restore(how === 'blackhole' ? 'silent' : 'resume');
@@ -155,6 +157,8 @@ describe('PostgreSQL cut off', () => {
           return r.status === 200 && r.json.checks.change_notifications === 'ok' ? r : undefined;
         });
         expect(ready.json.checks.database).toBe('ok');
+        // Misses were served again, so a heartbeat got through.
+        expect(ready.json.checks.lease).toBe('ok');
       }
       // The change feed is back: a purge through the CLI reaches every replica's memory.
       expect((await c.cli(['cache', 'purge', '--all'])).code).toBe(0);

@@ -24,7 +24,11 @@ describe('a replica cut off from PostgreSQL alone', () => {
   }, 30_000);
   beforeEach(async () => {
     net.restore('resume');
-    await until('replica 0 hears changes again', 15_000, async () => ((await c.get(CUT, '/readyz')).json.checks.change_notifications === 'ok' ? true : undefined), 200);
+    // Hears changes again, and may reserve again: a heartbeat failed during the last cut makes its misses 503 until the next one gets through.
+    await until('replica 0 hears changes and holds its lease again', 15_000, async () => {
+      const { checks } = (await c.get(CUT, '/readyz')).json;
+      return checks.change_notifications === 'ok' && checks.lease === 'ok' ? true : undefined;
+    }, 200);
   }, 20_000);
   afterEach((ctx) => {
     if (ctx.task.result?.state !== 'fail' || !c) return;

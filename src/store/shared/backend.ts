@@ -73,10 +73,10 @@ export class SharedBackend implements StorageBackend {
       probe(this.parts.redis.ping().then(() => {})),
     ]);
     this.noteDatabase(database === 'ok');
-    return {
-      ok: true,
-      checks: { database, redis, change_notifications: this.changes.listening ? 'ok' : 'reconnecting' },
-    };
+    const checks: Record<string, string> = { database, redis, change_notifications: this.changes.listening ? 'ok' : 'reconnecting' };
+    // A replica whose last heartbeat failed reserves nothing (its paid misses get 503) until one gets through.
+    if (this.parts.lease) checks.lease = this.parts.lease.healthy() ? 'ok' : 'renewing';
+    return { ok: true, checks };
   }
 
   gauges(): StorageGauges {
