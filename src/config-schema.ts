@@ -156,8 +156,18 @@ export const ConfigSchema = z.strictObject({
   dataDir: z.string().min(1).default('./data'),
   storage: StorageSchema.prefault({}),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Bearer token for /admin; admin routes are disabled while it is null. */
-  adminToken: z.string().min(16, 'must be at least 16 characters').meta({ sensitive: 'secret' }).nullable().default(null),
+  /**
+   * Bearer token for /admin; admin routes are disabled while it is null. Visible ASCII only:
+   * a space, a newline (a secret copied with its line end) or a non-ASCII character cannot be
+   * sent as one Bearer token, so such a token would refuse every admin call as a wrong token.
+   */
+  adminToken: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[\x21-\x7e]*$/, 'must be visible ASCII characters without spaces or line ends: it is sent as a Bearer token in the Authorization header')
+    .meta({ sensitive: 'secret' })
+    .nullable()
+    .default(null),
   /**
    * Who changes made through /admin with the token are by, in the audit log. `cli` is the
    * command line's actor, so it cannot be the token's too.

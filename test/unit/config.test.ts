@@ -120,6 +120,10 @@ describe('config', () => {
     [{ upstream: { url: 'ftp://x' } }, 'upstream.url'],
     [{ upstream: { retries: { temporary: -1 } } }, 'upstream.retries.temporary'],
     [{ adminToken: 'short' }, 'adminToken'],
+    // Before: accepted, and every admin call was refused 401 as a wrong token (a Bearer token has no spaces).
+    [{ adminToken: 'correct horse battery staple' }, 'adminToken: must be visible ASCII characters without spaces'],
+    [{ adminToken: 'a-long-enough-token\n' }, 'adminToken: must be visible ASCII characters without spaces'],
+    [{ adminToken: 'a-long-enough-tokén' }, 'adminToken: must be visible ASCII characters without spaces'],
     [{ adminTokenLabel: '' }, 'adminTokenLabel: must be 1 to 64 characters'],
     [{ adminTokenLabel: 'ops team' }, 'adminTokenLabel: must be 1 to 64 characters'],
     [{ adminTokenLabel: 'ops:alice' }, 'adminTokenLabel: must be 1 to 64 characters'],
