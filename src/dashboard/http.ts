@@ -43,7 +43,9 @@ export function acceptForms(app: FastifyInstance): void {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer', bodyLimit: 16 * 1024 }, (_request, raw, done) => {
     const body = (raw as Buffer).toString('utf8');
     if (!isUtf8(raw as Buffer) || !utf8Escapes(body)) return done(Object.assign(new Error('form not UTF-8'), { statusCode: 400 }), undefined);
-    const out: Record<string, string | string[]> = {};
+    // No prototype: a field named `__proto__` is a field like any other, not the object's prototype
+    // (which made every field the form did not send read from Array.prototype, e.g. `keys`).
+    const out: Record<string, string | string[]> = Object.create(null);
     for (const [k, v] of new URLSearchParams(body)) {
       const prev = out[k];
       out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
