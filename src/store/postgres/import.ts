@@ -52,7 +52,7 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
     const countedRows = await insertAll(c, 'usage_minute', COUNTED_COLUMNS, source.counted(batchRows), nul);
     const prunedDays = await copyPrunedDays(c, source, batchRows, nul);
     // Every entry as it was (id, time, actor, before/after): the log reads the same on the replicas.
-    const auditEntries = await insertAll(c, 'audit_log', AUDIT_COLUMNS, source.audit(batchRows), nul);
+    const auditEntries = await copyAudit(c, source, batchRows, nul, target);
     const reservationsCharged = await chargeReservations(c, source.reservations().map(abandonedCharge), batchRows, nul);
     const cache = source.cache ? await copyCache(c, source.cache, batchRows, nul) : null;
     await c.query(NOTIFY_SQL, ['keys']);
@@ -72,6 +72,27 @@ async function refuseUnlessEmpty(c: PoolClient, withCache: boolean, target: stri
       'If this installation was copied already, there is nothing left to do; otherwise copy into a new, empty database.',
     'TARGET_NOT_EMPTY',
   );
+}
+
+/**
+ * Every audit entry, refused (nothing copied) when the target already holds one of them: the
+ * installation was copied already. Its keys and usage would have said so first; an
+ * installation with none (only teams set) got PostgreSQL's duplicate-key message instead.
+ */
+async function copyAudit(c: PoolClient, source: InstallationSource, batchRows: number, nul: NulCount, target: string): Promise<number> {
+  let n = 0;
+  for (const batch of source.audit(batchRows)) {
+    const inserted = await insertRows(c, 'audit_log', AUDIT_COLUMNS, batch, 'ON CONFLICT (id) DO NOTHING RETURNING id', nul);
+    if (inserted.length < batch.length) {
+      throw new StartupError(
+        `${target} already holds this installation's audit log entries: it was copied already, so there is nothing left to do. ` +
+          'Nothing was copied; to copy it again, copy into a new, empty database.',
+        'TARGET_NOT_EMPTY',
+      );
+    }
+    n += batch.length;
+  }
+  return n;
 }
 
 /**
