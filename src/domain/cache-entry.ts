@@ -17,7 +17,33 @@ export interface CacheEntry {
   readonly size: number;
 }
 
-export type NewEntry = Omit<CacheEntry, 'size'>;
+/**
+ * An answer to store. `calledAt`: when the provider call that produced it began (Fetcher);
+ * absent (an entry copied from another store) it counts as `storedAt`.
+ */
+export type NewEntry = Omit<CacheEntry, 'size'> & { readonly calledAt?: number };
+
+/** What replacesHeld needs to know of the entry already stored for the key. */
+export type HeldFacts = Pick<CacheEntry, 'storedAt' | 'freshAsOf'>;
+
+/**
+ * Whether `incoming` may replace the entry held for its key. Two provider calls for one key
+ * can be in flight at once (a `fetch` never joins a `cached` call, two replicas, a slow
+ * answer): the one that began first may answer last, and storing it would put older data
+ * behind a younger `stored_at` and move `fresh_as_of` backwards. So an answer whose call began
+ * before the held entry was stored replaces it only when it is known to be at least as fresh,
+ * or when nothing is known of the held entry's freshness. A call that began after the held
+ * entry was stored always replaces it, whatever it knows: that is how an entry past its ttl is
+ * refreshed by the provider's own copy. (Held freshAsOf ≤ when its call began, equal for a
+ * fresh fetch or a not-found, so "began before" is exact there.) PostgreSQL's cache-rows.ts
+ * PUT says the same in SQL.
+ */
+export function replacesHeld(held: HeldFacts | null, incoming: NewEntry): boolean {
+  if (held === null) return true;
+  if ((incoming.calledAt ?? incoming.storedAt) >= held.storedAt) return true;
+  if (held.freshAsOf === null) return true;
+  return incoming.freshAsOf !== null && incoming.freshAsOf >= held.freshAsOf;
+}
 
 /** The answers the cache stores: data, and the provider's 404 and 513 for the negative cache. */
 export const STORED_STATUSES = [200, 404, 513] as const;

@@ -94,7 +94,7 @@ export class Fetcher {
     const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext, tenant: origin.tenant, onQueued: origin.onQueued });
     answered?.(outcome);
     const now = this.clock.now();
-    const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now };
+    const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now, calledAt };
     if (outcome.ok) {
       const { cached, credits_used: _c, ...rest } = outcome.meta;
       // The provider's own text: parsing and serializing again would round integers beyond 2^53.
@@ -138,8 +138,8 @@ export class Fetcher {
   private async store(e: NewEntry): Promise<boolean> {
     try {
       const put = this.cache.put(e);
-      if (isPromise(put)) await put;
-      return true;
+      // False: a fresher answer is held (an older call answering late), and stays.
+      return isPromise(put) ? await put : put;
     } catch (err) {
       this.onStoreError(err as Error);
       return false;

@@ -64,8 +64,11 @@ export interface ResponseCache {
    * replica's provider call, whose answer must not be missed for an older entry held here).
    */
   get(key: string, opts?: { fresh?: boolean }): MaybePromise<CacheEntry | null>;
-  /** Store (or replace) an answer; throws when it cannot be written (the caller serves it anyway). */
-  put(entry: NewEntry): MaybePromise<void>;
+  /**
+   * Store (or replace) an answer; throws when it cannot be written (the caller serves it anyway).
+   * False when the entry held is fresher and stays (domain/cache-entry.ts replacesHeld).
+   */
+  put(entry: NewEntry): MaybePromise<boolean>;
   /** Count a hit on an entry `get` returned (counted in memory, written behind). */
   recordHit(entry: CacheEntry, at: number): void;
   recordMiss(): void;

@@ -60,6 +60,34 @@ export function responseCacheContract(factory: BackendFactory): void {
       expect((await (await h().peer()).backend.cache.get('k'))!.data).toBeNull();
     });
 
+    it('an answer whose call began before the held entry was stored, and is known older or of unknown age, does not replace it', async () => {
+      // Held: a fetch that began at T0 + 50 and was stored at T0 + 60.
+      const held = entry('race', { storedAt: T0 + 60, freshAsOf: T0 + 50, calledAt: T0 + 50, data: '{"v":"fresher"}' });
+      await cache().put(held);
+      const size = cache().totalBytes();
+      // A slower call that began earlier answers later: a fetch fresh as of T0, the provider's
+      // own copy (age unknown), a 404 of T0: each is older than what is held.
+      for (const older of [
+        entry('race', { storedAt: T0 + 70, freshAsOf: T0, calledAt: T0, data: '{"v":"older"}' }),
+        entry('race', { storedAt: T0 + 70, freshAsOf: null, calledAt: T0 + 55, data: '{"v":"provider copy"}' }),
+        notFound('race', { storedAt: T0 + 70, freshAsOf: T0 + 10, calledAt: T0 + 10 }),
+      ]) {
+        const stored = await cache().put(older);
+        for (const c of [cache(), (await h().peer()).backend.cache]) expect(await c.get('race')).toMatchObject({ data: '{"v":"fresher"}', storedAt: T0 + 60, freshAsOf: T0 + 50 });
+        expect(stored).toBe(false);
+      }
+      expect([cache().entryCount(), cache().totalBytes()]).toEqual([1, size]);
+      // A call that began after it was stored replaces it, of whatever freshness (a refresh past the ttl)...
+      const later = entry('race', { storedAt: T0 + 90, freshAsOf: null, calledAt: T0 + 80, data: '{"v":"later"}' });
+      expect(await cache().put(later)).toBe(true);
+      expect(await cache().get('race')).toMatchObject({ data: '{"v":"later"}', storedAt: T0 + 90 });
+      // ...and a known-fresh answer replaces one of unknown age, even from a call that began before.
+      const known = entry('race', { storedAt: T0 + 95, freshAsOf: T0 + 70, calledAt: T0 + 70, data: '{"v":"known"}' });
+      expect(await cache().put(known)).toBe(true);
+      expect(await (await h().peer()).backend.cache.get('race')).toMatchObject({ data: '{"v":"known"}', freshAsOf: T0 + 70 });
+      expect(cache().totalBytes()).toBe((await cache().get('race'))!.size);
+    });
+
     it('hits and misses counted in memory are in readStats after a flush, for every process', async () => {
       await cache().put(entry('a'));
       await cache().put(entry('b', { endpoint: 'company', identity: 'company:org_id:1' }));

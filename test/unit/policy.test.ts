@@ -3,6 +3,7 @@ import type { Strategy } from '../../src/domain/endpoints.js';
 import { validateConfig } from '../../src/config.js';
 import { satisfies } from '../../src/gateway/coalesce.js';
 import { decide, freshAsOfAnswer, staleEligible, type EntryFacts } from '../../src/domain/cache-policy.js';
+import { replacesHeld, type HeldFacts, type NewEntry } from '../../src/domain/cache-entry.js';
 
 // ttl 100 s, stale ttl 1000 s for profile; 404 replayed 50 s, 513 for 500 s.
 const cfg = validateConfig({
@@ -132,5 +133,26 @@ describe('coalescing compatibility', () => {
   ])('call %j serves need %j joining %i s after it began: %s', (call, need, elapsedS, expected) => {
     // A maxage counts from the follower's arrival: the time the call has run counts against it.
     expect(satisfies(call, need, elapsedS)).toBe(expected);
+  });
+});
+
+describe('replacesHeld: an older answer arriving late never replaces a fresher entry', () => {
+  const held = { storedAt: 100, freshAsOf: 90 }; // a fetch that began at 90, stored at 100
+  const answer = (calledAt: number | undefined, freshAsOf: number | null, storedAt = 110): NewEntry => ({
+    key: 'k', endpoint: 'profile', identity: 'profile:person.id:1', status: 200, data: '{}', meta: '{}',
+    errorCode: null, errorMessage: null, storedAt, freshAsOf, credits: 1, calledAt,
+  });
+  it.each<[string, HeldFacts | null, NewEntry, boolean]>([
+    ['nothing held', null, answer(0, null), true],
+    ['a call begun after the held entry was stored, of unknown age (a refresh)', held, answer(100, null), true],
+    ['a call begun before it, fresh as of an earlier instant', held, answer(80, 80), false],
+    ['a call begun before it, fresh as of the same instant', held, answer(90, 90), true],
+    ['a call begun before it was stored but after its call, fresher', held, answer(95, 95), true],
+    ['a call begun before it, of unknown age (the provider\'s copy)', held, answer(95, null), false],
+    ['a call begun before it, the held one of unknown age', { storedAt: 100, freshAsOf: null }, answer(80, null), true],
+    ['no calledAt (a copied entry): its storedAt counts, later', held, answer(undefined, null, 100), true],
+    ['no calledAt, stored earlier and older', held, answer(undefined, 50, 60), false],
+  ])('%s', (_, h, e, expected) => {
+    expect(replacesHeld(h, e)).toBe(expected);
   });
 });

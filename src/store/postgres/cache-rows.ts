@@ -32,8 +32,11 @@ export const GET = `SELECT ${COLUMNS} FROM cache_entries WHERE key = $1 AND orig
 
 /**
  * Store an entry, move the totals and notify the replicas, in one statement (PgResponseCache.put
- * says why). Parameters: the entry's columns in COLUMNS' order, the notification's payload, then
- * the entry's origin. One entry per key whatever its origin: the last store wins.
+ * says why). Parameters: the entry's columns in COLUMNS' order, the notification's payload, the
+ * entry's origin, then when its provider call began. One entry per key whatever its origin: of
+ * one origin, the entry held stays when the new answer is older (domain/cache-entry.ts
+ * replacesHeld, whose rule the ON CONFLICT's WHERE is); of another, the last store wins. Each
+ * row says whether the entry was stored; the replicas are notified either way.
  */
 export const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 FOR UPDATE),
   stored AS (
@@ -43,13 +46,15 @@ export const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 F
     ON CONFLICT (key) DO UPDATE SET origin = excluded.origin, endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
       meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message, stored_at = excluded.stored_at,
       fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0
+    WHERE cache_entries.origin <> excluded.origin OR $15::bigint >= cache_entries.stored_at OR cache_entries.fresh_as_of IS NULL
+      OR excluded.fresh_as_of >= cache_entries.fresh_as_of
     RETURNING (xmax = 0) AS inserted),
   totals AS (
     UPDATE cache_counters SET value = value + CASE name
-      WHEN 'bytes' THEN $12::bigint - COALESCE((SELECT size FROM old), 0)
-      ELSE (SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored) END
+      WHEN 'bytes' THEN COALESCE((SELECT $12::bigint - COALESCE((SELECT size FROM old), 0) FROM stored), 0)
+      ELSE COALESCE((SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored), 0) END
     WHERE name IN ('bytes', 'entries') RETURNING name, value)
-  SELECT name, value, pg_notify('${CHANGES_CHANNEL}', $13) FROM totals`;
+  SELECT name, value, pg_notify('${CHANGES_CHANNEL}', $13), EXISTS (SELECT 1 FROM stored) AS stored FROM totals`;
 
 /** Bytes of the stored text plus a fixed allowance for the row's other columns and index entries (as the embedded cache counts). */
 export function sizeOf(e: NewEntry): number {

@@ -53,11 +53,12 @@ export class PgResponseCache implements ResponseCache {
    * by its size (and by one when it is new), and the notification that makes every replica
    * forget what it holds for the key, delivered when it commits. Two replicas storing one key
    * at the same instant may leave the byte total off by an entry's size; the entry count is
-   * exact (an upsert that updated says so in xmax).
+   * exact (an upsert that updated says so in xmax). False when the entry held is fresher and
+   * stays (domain/cache-entry.ts replacesHeld).
    */
-  async put(e: NewEntry): Promise<void> {
+  async put(e: NewEntry): Promise<boolean> {
     // Named (parsed and planned once per connection): planning this WITH was a good part of its time.
-    const r = await this.pool.query<{ name: string; value: string }>({ name: 'tg_cache_put', text: PUT, values: [
+    const r = await this.pool.query<{ name: string; value: string; stored: boolean }>({ name: 'tg_cache_put', text: PUT, values: [
       e.key,
       e.endpoint,
       e.identity,
@@ -72,8 +73,10 @@ export class PgResponseCache implements ResponseCache {
       sizeOf(e),
       changePayload('cache', e.key),
       this.origin,
+      e.calledAt ?? e.storedAt,
     ] });
     this.mirror(r.rows);
+    return r.rows[0]?.stored === true;
   }
 
   recordHit(e: CacheEntry, at: number): void {

@@ -67,15 +67,16 @@ export class RememberedCache implements ResponseCache {
     });
   }
 
-  async put(entry: NewEntry): Promise<void> {
+  async put(entry: NewEntry): Promise<boolean> {
     // Forgotten first: were the write to fail, the entry held would be older than what was fetched.
     this.forget(entry.key);
     // Counted before the write is sent: its notification may come before the write's answer.
     // Notifications come in commit order, so the one that finds the count is this store's or an
     // earlier commit's, which what this replica stores replaces anyway.
     this.ownPending.set(entry.key, (this.ownPending.get(entry.key) ?? 0) + 1);
+    let stored: boolean;
     try {
-      await this.shared.put(entry);
+      stored = await this.shared.put(entry);
     } catch (err) {
       // Most likely never committed, so never notified; if it was, its notification forgets the key.
       this.ownNotified(entry.key);
@@ -83,7 +84,11 @@ export class RememberedCache implements ResponseCache {
     }
     // Reads that began during the write may hold what it replaced: they keep nothing.
     this.forget(entry.key);
-    this.tier.put({ ...entry, size: sizeOf(entry) });
+    // Not stored (a fresher entry is held, notified all the same): the next get reads that one.
+    if (!stored) return false;
+    const { calledAt: _calledAt, ...held } = entry;
+    this.tier.put({ ...held, size: sizeOf(entry) });
+    return true;
   }
 
   recordHit(entry: CacheEntry, at: number): void {

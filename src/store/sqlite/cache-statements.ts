@@ -39,7 +39,7 @@ export function prepareCacheStatements(db: DB) {
         'SELECT rowid, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size FROM entries WHERE key = ?',
       )
       .raw(),
-    old: db.prepare<[string], number>('SELECT size FROM entries WHERE key = ?').pluck(),
+    old: db.prepare<[string], { size: number; storedAt: number; freshAsOf: number | null }>('SELECT size, stored_at AS storedAt, fresh_as_of AS freshAsOf FROM entries WHERE key = ?'),
     // An update in place keeps the rowid, which `access` refers to.
     put: db
       .prepare<[CacheEntry], number>(

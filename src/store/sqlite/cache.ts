@@ -4,7 +4,7 @@ import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
 import { prepareCacheStatements, rowEntry } from './cache-statements.js';
-import type { CacheEntry, NewEntry, CacheStats } from '../../domain/cache-entry.js';
+import { replacesHeld, type CacheEntry, type NewEntry, type CacheStats } from '../../domain/cache-entry.js';
 import { HitCountWriter, HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
 import { CachePurger, type PurgeFilter } from './cache-purge.js';
@@ -60,8 +60,8 @@ export class CacheStore implements ResponseCache {
   private readonly eviction: CacheEviction;
   private readonly purger: CachePurger;
   private readonly steps: { rows: number; budgetMs: number };
-  /** put's transaction, made once: better-sqlite3's transaction() builds four wrappers per call (~10 µs a miss). */
-  private readonly writeEntry: (e: NewEntry, size: number) => number;
+  /** put's transaction, made once: better-sqlite3's transaction() builds four wrappers per call (~10 µs a miss). Null: a fresher entry is held. */
+  private readonly writeEntry: (e: NewEntry, size: number) => number | null;
 
   constructor(
     private readonly db: DB,
@@ -76,11 +76,12 @@ export class CacheStore implements ResponseCache {
     // IMMEDIATE: the write lock is taken up front. A deferred transaction that reads first and
     // then writes cannot wait for a lock another connection holds (SQLite skips the busy handler
     // on that upgrade, to avoid a deadlock): it failed at once with SQLITE_BUSY.
-    this.writeEntry = db.transaction((e: NewEntry, size: number): number => {
-      const oldSize = this.stmts.old.get(e.key);
-      const rowid = this.stmts.put.get({ ...e, size })!;
+    this.writeEntry = db.transaction((e: NewEntry, size: number): number | null => {
+      const held = this.stmts.old.get(e.key);
+      if (!replacesHeld(held ?? null, e)) return null;
+      const rowid = this.stmts.put.get({ ...e, size })!; // calledAt, not a column, is ignored
       this.stmts.accessPut.run(rowid, e.storedAt);
-      this.counters.addSize(size - (oldSize ?? 0), oldSize === undefined ? 1 : 0);
+      this.counters.addSize(size - (held?.size ?? 0), held === undefined ? 1 : 0);
       return rowid;
     }).immediate;
     this.hitWriter = new HitCountWriter(db, this.counters, this.counts);
@@ -103,22 +104,27 @@ export class CacheStore implements ResponseCache {
     return e;
   }
 
-  put(e: NewEntry): void {
-    this.putWith(e, (write) => gated(this.gate, write));
+  put(e: NewEntry): boolean {
+    // gated() writes at once: a value, never a promise.
+    return this.putWith(e, (write) => gated(this.gate, write)) as boolean;
   }
 
   /** As put(), through `noWait` (the server's miss path): a promise while another connection holds the lock. */
-  putNoWait(e: NewEntry, noWait: NoWaitWrites): MaybePromise<void> {
+  putNoWait(e: NewEntry, noWait: NoWaitWrites): MaybePromise<boolean> {
     return this.putWith(e, (write) => noWait.run(write));
   }
 
-  private putWith(e: NewEntry, run: (write: () => number) => MaybePromise<number>): MaybePromise<void> {
+  private putWith(e: NewEntry, run: (write: () => number | null) => MaybePromise<number | null>): MaybePromise<boolean> {
     // Bytes of the stored text plus a fixed allowance for the row's other columns and index entries.
     const text = (x: string | null) => (x === null ? 0 : Buffer.byteLength(x));
     const size = text(e.key) * 2 + text(e.identity) + text(e.data) + text(e.meta) + text(e.errorMessage) + 64;
+    // rowid null: not stored, a fresher entry is held (what memory holds of the key, if anything).
+    const stored = (rowid: number | null): boolean => {
+      if (rowid !== null) this.hot.put(entryOf(e, size, rowid));
+      return rowid !== null;
+    };
     const rowid = run(() => this.writeEntry(e, size));
-    if (!isPromise(rowid)) return this.hot.put(entryOf(e, size, rowid));
-    return rowid.then((r) => this.hot.put(entryOf(e, size, r)));
+    return isPromise(rowid) ? rowid.then(stored) : stored(rowid);
   }
 
   /** Count a hit on an entry `get` returned. */

@@ -23,7 +23,7 @@ export class ServingCache implements ResponseCache {
     return this.store.get(key);
   }
 
-  put(entry: NewEntry): MaybePromise<void> {
+  put(entry: NewEntry): MaybePromise<boolean> {
     return this.noWait ? this.store.putNoWait(entry, this.noWait) : this.store.put(entry);
   }
 
