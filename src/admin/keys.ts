@@ -5,7 +5,7 @@ import { formatBudgets, parseBudgets } from '../domain/credits.js';
 import { formatRatePolicies, parseRatePolicies } from '../domain/rate-limit.js';
 import type { Keys, MaybePromise } from '../store/ports.js';
 import type { ApiKey, KeyPatch } from '../domain/keys.js';
-import { teamName } from '../domain/teams.js';
+import { newTeamName } from '../domain/teams.js';
 
 /**
  * Key management shared by the CLI and the admin API: one validation of names, policies,
@@ -108,7 +108,7 @@ export function parseKeyInput(input: KeyInput): KeyPatch {
   }
   if (input.team !== undefined && input.owner !== undefined) throw new KeyInputError('owner', "is the deprecated name of 'team': give one of them");
   const team = input.team !== undefined ? { field: 'team', v: input.team } : input.owner !== undefined ? { field: 'owner', v: input.owner } : null;
-  if (team) p.team = nullable(team.field, team.v, 'none', (s) => wrap(team.field, () => teamName(s)));
+  if (team) p.team = nullable(team.field, team.v, 'none', (s) => wrap(team.field, () => newTeamName(s)));
   if (input.rate !== undefined) p.rate = nullable('rate', input.rate, 'none', (s) => wrap('rate', () => formatRatePolicies(parseRatePolicies(s))));
   if (input.credits !== undefined) p.credits = nullable('credits', input.credits, 'none', (s) => wrap('credits', () => formatBudgets(parseBudgets(s))));
   if (input.endpoints !== undefined) p.endpoints = input.endpoints === null || input.endpoints === 'all' ? null : listInput('endpoints', input.endpoints, SCOPE_ENDPOINTS);

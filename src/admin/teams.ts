@@ -1,6 +1,6 @@
 import { formatBudgets, parseBudgets, remaining, type BudgetState } from '../domain/credits.js';
 import type { ApiKey } from '../domain/keys.js';
-import { teamName, type Team, type TeamDeletion } from '../domain/teams.js';
+import { newTeamName, teamName, type Team, type TeamDeletion } from '../domain/teams.js';
 import type { Accounting } from '../gateway/accounting.js';
 import type { Keys, Teams } from '../store/ports.js';
 import { KeyInputError, keyView } from './keys.js';
@@ -10,11 +10,11 @@ import { KeyInputError, keyView } from './keys.js';
  * one view, so that `tollgate teams show` and GET /admin/teams/:name say the same.
  */
 
-/** A team name from a path or an argument; a bad one is a KeyInputError on `name`. */
-export function parseTeamName(v: unknown): string {
+/** A team name from a path or an argument; a bad one is a KeyInputError on `name`. `rule`: newTeamName for a team set. */
+export function parseTeamName(v: unknown, rule: (s: string) => string = teamName): string {
   if (typeof v !== 'string') throw new KeyInputError('name', 'must be a string');
   try {
-    return teamName(v);
+    return rule(v);
   } catch (err) {
     throw new KeyInputError('name', (err as Error).message);
   }
@@ -35,7 +35,7 @@ export function parseTeamCredits(v: unknown): string | null {
 
 /** Create a team or set its budget; audited as `team.set` by the store, in the change's transaction. */
 export async function setTeam(teams: Teams, name: unknown, credits: unknown, actor: string): Promise<Team> {
-  return teams.set(parseTeamName(name), parseTeamCredits(credits), actor);
+  return teams.set(parseTeamName(name, newTeamName), parseTeamCredits(credits), actor);
 }
 
 /**

@@ -45,6 +45,19 @@ export function teamName(input: string): string {
   return name;
 }
 
+/**
+ * A name a team is created or changed under: teamName, and not "." or "..". Those are dot
+ * segments in a URL path — browsers and HTTP clients resolve /dashboard/teams/.. to
+ * /dashboard/ (percent-encoded too) — so such a team's page and /admin/teams/<name> could not
+ * be reached. Looking a name up stays teamName's: a team of that name from a key owner made
+ * before teams existed can still be shown, emptied and deleted from the CLI.
+ */
+export function newTeamName(input: string): string {
+  const name = teamName(input);
+  if (name === '.' || name === '..') throw new InvalidTeamName('cannot be "." or "..": the team\'s address (/admin/teams/<name>, /dashboard/teams/<name>) could not be reached');
+  return name;
+}
+
 /** A team budget with its use in one period, as `teams show` and the admin API report it. */
 export interface TeamBudgetView {
   readonly budget: Budget;

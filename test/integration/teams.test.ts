@@ -79,6 +79,21 @@ describe('teams through the admin API', () => {
   });
 });
 
+describe('team names a URL cannot hold', () => {
+  it('"." and ".." are refused for a new team, through the admin API and as a key\'s team: their pages could not be reached', async () => {
+    // Before: 201 and 200, and GET /admin/teams/.. reached /admin/teams (the client resolves the dot segment).
+    for (const team of ['.', '..']) {
+      const key = await admin('POST', '/keys', { name: 'dots', team });
+      expect([key.status, key.json.error?.code, key.json.error?.message]).toEqual([400, 'INVALID_PARAMETER', expect.stringMatching(/^team: cannot be "\." or "\.\."/)]);
+      const put = await admin('PUT', `/teams/${encodeURIComponent(team)}%20`, { credits: null });
+      expect([put.status, put.json.error?.code]).toEqual([400, 'INVALID_PARAMETER']);
+    }
+    const names = (await admin('GET', '/teams')).json.teams.map((t: { name: string }) => t.name);
+    expect(names).not.toContain('.');
+    expect(names).not.toContain('..');
+  });
+});
+
 describe('a team budget shared by its keys', () => {
   const misses = (secrets: string[], n: number, prefix: number) =>
     Promise.all(Array.from({ length: n }, (_, i) => s.get(`/v1/company?org_id=${prefix + i}`, { key: secrets[i % secrets.length]! })));

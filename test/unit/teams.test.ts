@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseTeamCredits, parseTeamName } from '../../src/admin/teams.js';
 import { KeyInputError } from '../../src/admin/keys.js';
-import { isTeamScope, teamName, teamScope } from '../../src/domain/teams.js';
+import { isTeamScope, newTeamName, teamName, teamScope } from '../../src/domain/teams.js';
 
 describe('team names', () => {
   it('any text of 1 to 100 characters without control characters is a name, trimmed; trimming again changes nothing', () => {
@@ -15,6 +15,15 @@ describe('team names', () => {
         expect(isTeamScope(teamScope(name))).toBe(true);
       }),
     );
+  });
+
+  it('a team is not made under "." or "..", which a URL path resolves away; such a name is still looked up', () => {
+    for (const dots of ['.', '..', ' .. ']) {
+      expect(() => newTeamName(dots)).toThrow(/cannot be "\." or "\.\."/);
+      expect(teamName(dots)).toBe(dots.trim());
+    }
+    expect(newTeamName('...')).toBe('...');
+    expect(newTeamName('.growth')).toBe('.growth');
   });
 
   it('refuses blank names, names over 100 characters and control characters, naming the field', () => {
