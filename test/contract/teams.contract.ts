@@ -137,5 +137,37 @@ export function teamsContract(factory: BackendFactory): void {
       expect(await next.credits.used(teamScope('growth'), 'day', T0)).toBe(3);
       expect(await next.credits.used(key.id, 'day', T0)).toBe(3);
     });
+
+    it("a call in flight when its key moves to another team is charged to the team it reserved against, not the new one", async () => {
+      await b().teams.set('old', '30/day');
+      await b().teams.set('new', '6/day');
+      const { secret } = await b().keys.create({ name: 'mover', team: 'old' });
+      const key = (await b().keys.findBySecret(secret))!.key;
+      const acc = accountingOf(b());
+      const id = req();
+      expect(await acc.reserve(id, key, 'profile', T0)).toBeNull();
+      await b().keys.update(key.id, { team: 'new' });
+      expect((await b().keys.findBySecret(secret))!.key.team).toBe('new');
+      await b().ledger.record(row(key.id, T0, { requestId: id, cache: 'MISS', credits: 3 }));
+      expect(await b().credits.used(teamScope('old'), 'day', T0)).toBe(3);
+      expect(await b().credits.reserved(teamScope('old'))).toBe(0);
+      expect(await b().credits.used(teamScope('new'), 'day', T0)).toBe(0);
+      expect(await b().credits.used(key.id, 'day', T0)).toBe(3);
+      expect(await b().credits.used(PROVIDER_SCOPE, 'day', T0)).toBe(3);
+    });
+
+    it("a crashed process's call whose key moved to another team meanwhile is charged to the team it reserved against", async () => {
+      await b().teams.set('old', '30/day');
+      const { secret } = await b().keys.create({ name: 'mover', team: 'old' });
+      const key = (await b().keys.findBySecret(secret))!.key;
+      expect(await accountingOf(b()).reserve(req(), key, 'profile', T0)).toBeNull();
+      await b().keys.update(key.id, { team: 'new' });
+      await h().crash();
+      const next = (await h().peer()).backend;
+      await next.ledger.recoverAbandoned();
+      expect(await next.credits.used(teamScope('old'), 'day', T0)).toBe(3);
+      expect(await next.credits.used(teamScope('new'), 'day', T0)).toBe(0);
+      expect(await next.credits.used(key.id, 'day', T0)).toBe(3);
+    });
   });
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { validateConfig } from '../../src/config.js';
 import { PROVIDER_SCOPE } from '../../src/domain/credits.js';
 import type { LedgerRow } from '../../src/domain/ledger.js';
+import { teamScope } from '../../src/domain/teams.js';
 import { openBackend, openMainDb, type SqliteBackend } from '../../src/store/open.js';
 import { LedgerRetention } from '../../src/store/sqlite/ledger-retention.js';
 import { DAY_MS } from '../../src/store/sqlite/ledger-rows.js';
@@ -67,7 +68,9 @@ export async function buildInstallation(): Promise<EmbeddedInstallation> {
   addHistory(cli, keyIds, now);
   addCacheEntries(cli, now);
   const abandoned = { requestId: 'req_abandoned', estimate: 3 };
-  cli.credits.reserve({ requestId: abandoned.requestId, ts: now - 1_000, keyId: created.id, endpoint: 'profile', identity: 'person.id=1', estimate: abandoned.estimate }, [created.id, PROVIDER_SCOPE]);
+  // Against the scopes a request of the key reserves against (Accounting): the key's, its team's, the provider's.
+  const scopes = [created.id, teamScope('b@example.com'), PROVIDER_SCOPE];
+  cli.credits.reserve({ requestId: abandoned.requestId, ts: now - 1_000, keyId: created.id, endpoint: 'profile', identity: 'person.id=1', estimate: abandoned.estimate }, scopes);
   // Dies with the call in flight: the reservation stays in tollgate.db.
   await cli.abandon();
   const db = openMainDb(config);

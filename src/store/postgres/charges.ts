@@ -8,6 +8,12 @@ export interface Charge {
   readonly keyId: string;
   readonly credits: number;
   readonly ts: number;
+  /**
+   * The scopes its reservation held (the key, its team when the call was admitted, the
+   * provider): a call is charged to the team whose budget held headroom for it, also when its
+   * key moved to another team mid-call. Absent (no reservation known): the key's team now.
+   */
+  readonly scopes?: readonly string[] | null;
 }
 
 /**
@@ -22,41 +28,46 @@ export async function chargeIn(client: PoolClient, charges: readonly Charge[]): 
   await client.query(
     `INSERT INTO credit_usage (scope, period, start, used) ${withTeams(1)}
      ON CONFLICT (scope, period, start) DO UPDATE SET used = credit_usage.used + excluded.used`,
-    [rows.scope, rows.period, rows.start, rows.credits],
+    [rows.scope, rows.period, rows.start, rows.credits, rows.lookup],
   );
 }
 
-/** The credit_usage rows `charges` move, summed, as one array per column in the order their locks are taken. */
-export function chargeRows(charges: readonly Charge[]): { scope: string[]; period: Period[]; start: number[]; credits: number[] } {
-  const sums = new Map<string, { scope: string; period: Period; start: number; credits: number }>();
+/**
+ * The credit_usage rows `charges` move, summed, as one array per column in the order their locks
+ * are taken; `lookup` marks a key's row whose team is to be read from api_keys (withTeams): a
+ * charge whose reservation's scopes are unknown.
+ */
+export function chargeRows(charges: readonly Charge[]): { scope: string[]; period: Period[]; start: number[]; credits: number[]; lookup: boolean[] } {
+  const sums = new Map<string, { scope: string; period: Period; start: number; credits: number; lookup: boolean }>();
   for (const c of charges) {
-    for (const scope of [c.keyId, PROVIDER_SCOPE]) {
+    for (const scope of c.scopes ?? [c.keyId, PROVIDER_SCOPE]) {
+      const lookup = !c.scopes && scope === c.keyId;
       for (const period of PERIODS) {
         const start = periodStart(period, c.ts);
-        const id = JSON.stringify([scope, period, start]);
-        const sum = sums.get(id) ?? { scope, period, start, credits: 0 };
+        const id = JSON.stringify([scope, period, start, lookup]);
+        const sum = sums.get(id) ?? { scope, period, start, credits: 0, lookup };
         sum.credits += c.credits;
         sums.set(id, sum);
       }
     }
   }
   const rows = [...sums.values()].filter((s) => s.credits !== 0).sort((a, b) => cmp(a.scope, b.scope) || cmp(a.period, b.period) || a.start - b.start);
-  return { scope: rows.map((r) => r.scope), period: rows.map((r) => r.period), start: rows.map((r) => r.start), credits: rows.map((r) => r.credits) };
+  return { scope: rows.map((r) => r.scope), period: rows.map((r) => r.period), start: rows.map((r) => r.start), credits: rows.map((r) => r.credits), lookup: rows.map((r) => r.lookup) };
 }
 
 /**
- * The rows of `chargeRows` given as parameters $p…$p+3, with each charged key's team added
- * (domain/teams.ts: its budget's usage is charged with the key's), summed, in lock order. The
- * team is read here, in the charge's own statement: what the key's team is when it is written.
+ * The rows of `chargeRows` given as parameters $p…$p+4, with the team of each key's row marked
+ * `lookup` added (domain/teams.ts: its budget's usage is charged with the key's), summed, in
+ * lock order. That team is read here, in the charge's own statement: the key's team now.
  * Sorted in SQL (bytewise, as chargeRows sorts) so that every charge takes its row locks in one
  * order, teams' included, and two never wait on each other in a cycle.
  */
 export function withTeams(p: number): string {
-  const rows = `unnest($${p}::text[], $${p + 1}::text[], $${p + 2}::bigint[], $${p + 3}::bigint[]) AS c(scope, period, start, used)`;
+  const rows = `unnest($${p}::text[], $${p + 1}::text[], $${p + 2}::bigint[], $${p + 3}::bigint[], $${p + 4}::boolean[]) AS c(scope, period, start, used, lookup)`;
   return `SELECT x.scope, x.period, x.start, SUM(x.used)::bigint FROM (
       SELECT c.scope, c.period, c.start, c.used FROM ${rows}
       UNION ALL
-      SELECT '${TEAM_SCOPE_PREFIX}' || k.owner, c.period, c.start, c.used FROM ${rows} JOIN api_keys k ON k.id = c.scope WHERE k.owner IS NOT NULL
+      SELECT '${TEAM_SCOPE_PREFIX}' || k.owner, c.period, c.start, c.used FROM ${rows} JOIN api_keys k ON k.id = c.scope WHERE c.lookup AND k.owner IS NOT NULL
     ) x GROUP BY x.scope, x.period, x.start HAVING SUM(x.used) <> 0 ORDER BY x.scope COLLATE "C", x.period COLLATE "C", x.start`;
 }
 

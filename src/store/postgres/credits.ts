@@ -36,8 +36,8 @@ const DOUBT_MS = 60_000;
  * (StorageUnavailable, code LEASE_LAPSED: the call is refused with a 503) until it is renewed.
  */
 export class PgCredits implements Credits {
-  /** This process's reservations not yet settled: what reservedFor and inFlight answer. */
-  private readonly mine = new Map<string, number>();
+  /** This process's reservations not yet settled, with the scopes each holds: what reservedFor, scopesOf and inFlight answer. */
+  private readonly mine = new Map<string, { estimate: number; scopes: readonly string[] }>();
   /** Budget states read lately, per scope: when, what was reserved, and the usage per `period:start`. */
   private readonly recent = new Map<string, { at: number; reserved: number; used: Map<string, number> }>();
   private epoch = 0;
@@ -120,7 +120,7 @@ export class PgCredits implements Credits {
       throw err;
     });
     if (!refused) {
-      this.mine.set(r.requestId, r.estimate);
+      this.mine.set(r.requestId, { estimate: r.estimate, scopes: limits.map((l) => l.scope) });
       this.changed();
     }
     return refused;
@@ -162,7 +162,12 @@ export class PgCredits implements Credits {
   }
 
   reservedFor(requestId: string): number | null {
-    return this.mine.get(requestId) ?? null;
+    return this.mine.get(requestId)?.estimate ?? null;
+  }
+
+  /** The scopes this process's reservation for `requestId` holds (its charge's: charges.ts Charge.scopes), or null. */
+  scopesOf(requestId: string): readonly string[] | null {
+    return this.mine.get(requestId)?.scopes ?? null;
   }
 
   inFlight(): number {

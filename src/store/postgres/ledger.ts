@@ -214,7 +214,7 @@ export class PgLedger implements Ledger {
    * the transaction that replaces that estimate.
    */
   private async writeSettled(row: LedgerRow): Promise<void> {
-    const inserted = await settleIn(this.pool, row);
+    const inserted = await settleIn(this.pool, row, this.credits.scopesOf(row.requestId));
     if (!inserted && !row.unsettled) await this.replaceEstimate(row);
     this.credits.forget(row.requestId);
   }
@@ -228,7 +228,9 @@ export class PgLedger implements Ledger {
       const estimate = prev.rows[0];
       if (!estimate) return;
       await client.query(REPLACE, values(row));
-      await chargeIn(client, [{ keyId: estimate.key_id, ts: Number(estimate.ts), credits: -Number(estimate.credits) }, row]);
+      // Both to the scopes the reservation held, which the recovery charged its estimate to.
+      const scopes = this.credits.scopesOf(row.requestId);
+      await chargeIn(client, [{ keyId: estimate.key_id, ts: Number(estimate.ts), credits: -Number(estimate.credits), scopes }, { ...row, scopes }]);
     });
   }
 }

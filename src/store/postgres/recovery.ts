@@ -16,6 +16,8 @@ interface Abandoned {
   endpoint: string;
   identity: string | null;
   estimate: string;
+  /** The scopes the reservation held: its charge's (charges.ts Charge.scopes). */
+  scopes: string[];
 }
 
 /**
@@ -37,7 +39,7 @@ export async function recoverAbandonedIn(pool: Pool, owner: string, leaseMs: num
            WHERE r.owner IS DISTINCT FROM $1
              AND NOT EXISTS (SELECT 1 FROM replicas p WHERE p.id = r.owner AND p.heartbeat_at > now() - $2 * interval '1 millisecond')
            ORDER BY r.ts LIMIT $3 FOR UPDATE SKIP LOCKED)
-         RETURNING request_id, ts, key_id, endpoint, identity, estimate`,
+         RETURNING request_id, ts, key_id, endpoint, identity, estimate, scopes`,
         [owner, leaseMs, BATCH],
       );
       const rows = taken.rows.map(unsettledRow);
@@ -47,7 +49,11 @@ export async function recoverAbandonedIn(pool: Pool, owner: string, leaseMs: num
       const inserted = await client.query<{ request_id: string }>(`${INSERT_MANY} RETURNING request_id`, TYPES.map((_, i) => rowValues.map((v) => v[i])));
       const ids = new Set(inserted.rows.map((r) => r.request_id));
       const charged = rows.filter((r) => ids.has(r.requestId));
-      await chargeIn(client, charged);
+      const scopesOf = new Map(taken.rows.map((r) => [r.request_id, r.scopes]));
+      await chargeIn(
+        client,
+        charged.map((r) => ({ ...r, scopes: scopesOf.get(r.requestId) })),
+      );
       return { taken: rows.length, charged };
     });
     requests += batch.charged.length;

@@ -1,4 +1,4 @@
-import { budgetState, PERIODS, periodStart, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
+import { budgetState, PERIODS, periodStart, PROVIDER_SCOPE, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
 import { isPromise, type Credits, type MaybePromise, type RefusingBudget, type ScopeBudgets } from '../ports.js';
 import { teamScope } from '../../domain/teams.js';
 import type { Reservation } from '../../domain/ledger.js';
@@ -36,6 +36,7 @@ export class BudgetStore implements Credits {
   private readonly deleteReservationStmt;
   private readonly raiseStmt;
   private readonly teamStmt;
+  private readonly reservedScopesStmt;
 
   constructor(
     db: DB,
@@ -48,9 +49,10 @@ export class BudgetStore implements Credits {
     this.addStmt = db.prepare(
       'INSERT INTO credit_usage (scope, period, start, used) VALUES (?, ?, ?, ?) ON CONFLICT (scope, period, start) DO UPDATE SET used = used + excluded.used',
     );
-    this.insertReservationStmt = db.prepare<[string, number, string, string, string | null, number]>(
-      'INSERT OR REPLACE INTO reservations (request_id, ts, key_id, endpoint, identity, estimate) VALUES (?, ?, ?, ?, ?, ?)',
+    this.insertReservationStmt = db.prepare<[string, number, string, string, string | null, number, string]>(
+      'INSERT OR REPLACE INTO reservations (request_id, ts, key_id, endpoint, identity, estimate, scopes) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
+    this.reservedScopesStmt = db.prepare<[string], string | null>('SELECT scopes FROM reservations WHERE request_id = ?').pluck();
     this.deleteReservationStmt = db.prepare<[string]>('DELETE FROM reservations WHERE request_id = ?');
     this.raiseStmt = db.prepare<[number, string]>('UPDATE reservations SET estimate = MAX(estimate, ?) WHERE request_id = ?');
     this.teamStmt = db.prepare<[string], string | null>('SELECT owner FROM api_keys WHERE id = ?').pluck();
@@ -77,7 +79,7 @@ export class BudgetStore implements Credits {
    * StorageUnavailable included) leaves nothing behind and the caller refuses the call.
    */
   reserve(r: Reservation, scopes: readonly string[]): void {
-    gated(this.gate, () => this.insertReservation(r));
+    gated(this.gate, () => this.insertReservation(r, scopes));
     this.hold(r, scopes);
   }
 
@@ -88,7 +90,7 @@ export class BudgetStore implements Credits {
    */
   private reserveNoWait(r: Reservation, scopes: readonly string[]): MaybePromise<void> {
     if (!this.noWait) return this.reserve(r, scopes);
-    const written = this.noWait.run(() => this.insertReservation(r));
+    const written = this.noWait.run(() => this.insertReservation(r, scopes));
     this.hold(r, scopes);
     if (!isPromise(written)) return;
     return written.then(
@@ -100,8 +102,9 @@ export class BudgetStore implements Credits {
     );
   }
 
-  private insertReservation(r: Reservation): void {
-    this.insertReservationStmt.run(r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate);
+  /** With its scopes: a call is charged to those it reserved against, whatever its key's team is by then (chargeScopes). */
+  private insertReservation(r: Reservation, scopes: readonly string[]): void {
+    this.insertReservationStmt.run(r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate, JSON.stringify(scopes));
   }
 
   private hold(r: Reservation, scopes: readonly string[]): void {
@@ -168,23 +171,28 @@ export class BudgetStore implements Credits {
   }
 
   /**
-   * The scopes a charge to `scopes` (a key id and the provider, as the ledger gives them) lands
-   * on: those and the key's team, so that a team budget's usage is exact. The team is the key's
-   * when the row is written: a key moved to another team mid-call charges the new one.
+   * The scopes the charge of request `requestId` of `keyId` lands on: those its reservation
+   * held — the key, its team when the call was admitted, the provider — read from memory or,
+   * for a reservation of a process gone, from its row (call before the row is deleted). A key
+   * moved to another team mid-call is charged to the team whose budget held headroom for the
+   * call; the new team's never held any, and would be spent past its limit. Without a
+   * reservation (or one written before reservations kept their scopes): the key's team now.
    */
-  private withTeams(scopes: readonly string[]): readonly string[] {
-    const teams: string[] = [];
-    for (const s of scopes) {
-      if (!s.startsWith('key_')) continue;
-      const team = this.teamStmt.get(s);
-      if (team) teams.push(teamScope(team));
-    }
-    return teams.length === 0 ? scopes : [...scopes, ...teams];
+  chargeScopes(requestId: string, keyId: string): readonly string[] {
+    const held = this.reservations.get(requestId)?.scopes;
+    if (held) return held;
+    const stored = this.reservedScopesStmt.get(requestId);
+    return stored ? (JSON.parse(stored) as string[]) : this.withTeam(keyId);
   }
 
-  /** Database half of a charge; call inside the ledger row's transaction. */
-  writeCharge(keyScopes: readonly string[], credits: number, now: number): void {
-    const scopes = this.withTeams(keyScopes);
+  /** The key, the provider and the key's team as it is now. */
+  private withTeam(keyId: string): readonly string[] {
+    const team = this.teamStmt.get(keyId);
+    return team ? [keyId, teamScope(team), PROVIDER_SCOPE] : [keyId, PROVIDER_SCOPE];
+  }
+
+  /** Database half of a charge to `scopes` (chargeScopes); call inside the ledger row's transaction. */
+  writeCharge(scopes: readonly string[], credits: number, now: number): void {
     for (const scope of scopes) for (const p of PERIODS) this.addStmt.run(scope, p, periodStart(p, now), credits);
   }
 
@@ -192,18 +200,13 @@ export class BudgetStore implements Credits {
    * A charge whose row could not be written: counted in memory from now on (its durable
    * reservation carries it to the next start).
    */
-  holdCharge(keyScopes: readonly string[], credits: number, now: number): void {
-    const scopes = this.withTeams(keyScopes);
+  holdCharge(scopes: readonly string[], credits: number, now: number): void {
     for (const scope of scopes) for (const p of PERIODS) this.used(scope, p, now);
-    this.applyTo(scopes, credits, now);
+    this.applyCharge(scopes, credits, now);
   }
 
   /** Memory half of a charge, after the transaction committed. */
-  applyCharge(keyScopes: readonly string[], credits: number, now: number): void {
-    this.applyTo(this.withTeams(keyScopes), credits, now);
-  }
-
-  private applyTo(scopes: readonly string[], credits: number, now: number): void {
+  applyCharge(scopes: readonly string[], credits: number, now: number): void {
     for (const scope of scopes) {
       for (const p of PERIODS) {
         const u = this.usage.get(`${p}|${scope}`);

@@ -3,7 +3,6 @@ import type { BudgetStore } from './budgets.js';
 import { DailyRollup, LEDGER_COLUMNS, MinuteTotals, params } from './ledger-rows.js';
 import { gated, type WriteGate } from '../write-gate.js';
 import type { TallyGroup } from '../usage-tally.js';
-import { PROVIDER_SCOPE } from '../../domain/credits.js';
 import type { LedgerRow } from '../../domain/ledger.js';
 import { isPromise, type MaybePromise } from '../ports.js';
 import type { NoWaitWrites } from './no-wait.js';
@@ -19,7 +18,8 @@ export class LedgerWriter {
   private readonly rollup: DailyRollup;
   private readonly minutes: MinuteTotals;
   /** The transactions, made once: better-sqlite3's transaction() builds four wrappers per call (~10 µs a miss). */
-  private readonly settleTx: (row: LedgerRow) => boolean;
+  /** The scopes charged (BudgetStore.chargeScopes), or null when the row was recorded already. */
+  private readonly settleTx: (row: LedgerRow) => readonly string[] | null;
   private readonly countedTx: (groups: readonly TallyGroup[]) => void;
 
   constructor(
@@ -32,12 +32,14 @@ export class LedgerWriter {
     // OR IGNORE on the request id: a request is charged once, whatever retries a bug might make.
     // Positional parameters: binding by name looks up every column's property by name.
     this.insertStmt = db.prepare(`INSERT OR IGNORE INTO ledger (${LEDGER_COLUMNS.join(', ')}) VALUES (${LEDGER_COLUMNS.map(() => '?').join(', ')})`);
-    this.settleTx = db.transaction((row: LedgerRow): boolean => {
+    this.settleTx = db.transaction((row: LedgerRow): readonly string[] | null => {
       const n = this.insertStmt.run(params(row)).changes;
       if (n > 0) this.rollup.add([row]);
-      if (n > 0 && row.credits > 0) this.budgets.writeCharge([row.keyId, PROVIDER_SCOPE], row.credits, row.ts);
+      // Read before the reservation goes: its row holds them when no memory of this process does.
+      const scopes = n > 0 ? this.budgets.chargeScopes(row.requestId, row.keyId) : null;
+      if (scopes && row.credits > 0) this.budgets.writeCharge(scopes, row.credits, row.ts);
       this.budgets.deleteReservation(row.requestId);
-      return n > 0;
+      return scopes;
     }).immediate;
     this.countedTx = db.transaction((groups: readonly TallyGroup[]): void => {
       this.minutes.add(groups);
@@ -61,12 +63,12 @@ export class LedgerWriter {
     return inserted.then((i) => this.settledInMemory(row, i));
   }
 
-  private settle(row: LedgerRow): boolean {
+  private settle(row: LedgerRow): readonly string[] | null {
     return this.settleTx(row);
   }
 
-  private settledInMemory(row: LedgerRow, inserted: boolean): void {
-    if (inserted && row.credits > 0) this.budgets.applyCharge([row.keyId, PROVIDER_SCOPE], row.credits, row.ts);
+  private settledInMemory(row: LedgerRow, charged: readonly string[] | null): void {
+    if (charged && row.credits > 0) this.budgets.applyCharge(charged, row.credits, row.ts);
     this.budgets.release(row.requestId);
   }
 

@@ -9,7 +9,6 @@ import { UsageTally } from '../usage-tally.js';
 import { detailStatement, queryDetail, queryUsage, RAW_FROM_DAY, usageResult, usageStatement } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
 import { gated, isStorageError, type WriteGate } from '../write-gate.js';
-import { PROVIDER_SCOPE } from '../../domain/credits.js';
 import type { LedgerRow, UsageDetail, UsageGroup, UsageRow } from '../../domain/ledger.js';
 
 export { type LedgerRow } from './ledger-rows.js';
@@ -148,8 +147,7 @@ export class LedgerStore implements Ledger {
    * its reservation, raised to the provider's figure so the next start charges that.
    */
   private giveUp(row: LedgerRow, err: Error): void {
-    const scopes = [row.keyId, PROVIDER_SCOPE];
-    if (row.credits > 0) this.budgets.holdCharge(scopes, row.credits, row.ts);
+    if (row.credits > 0) this.budgets.holdCharge(this.budgets.chargeScopes(row.requestId, row.keyId), row.credits, row.ts);
     this.budgets.release(row.requestId);
     try {
       this.budgets.raiseReservation(row.requestId, row.credits);

@@ -208,4 +208,10 @@ export const MAIN_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX alert_deliveries_due ON alert_deliveries(state, next_at);
     `);
   },
+  // The scopes each reservation holds (a JSON array: the key, its team then, the provider), so
+  // that a call is charged to the team it was admitted against even when its key moved since
+  // and its process died. NULL for reservations written before: charged to the key's team now.
+  (db) => {
+    db.exec('ALTER TABLE reservations ADD COLUMN scopes TEXT');
+  },
 ];
