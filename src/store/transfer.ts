@@ -133,8 +133,11 @@ export interface InstallationSource {
   ledger(batchRows: number): Iterable<LedgerRow[]>;
   /** Every counted group of zero-credit requests still held (not pruned). */
   counted(batchRows: number): Iterable<CountedRecord[]>;
-  /** Reservations of provider calls whose answers were never recorded (the process that made them is gone). */
-  reservations(): Reservation[];
+  /**
+   * Reservations of provider calls whose answers were never recorded (the process that made them
+   * is gone), with the scopes each held: null for one written before reservations kept them.
+   */
+  reservations(): Array<Reservation & { readonly scopes: readonly string[] | null }>;
   /** The first UTC day (days since the epoch) whose raw ledger rows are all held; 0 when none was pruned. */
   rawFromDay(): number;
   /** The daily totals of the days before rawFromDay() (DailyTotalsRecord) beyond their raw rows and counted groups still held, oldest first. */

@@ -53,7 +53,7 @@ export async function importInstallation(pool: Pool, source: InstallationSource,
     const prunedDays = await copyPrunedDays(c, source, batchRows, nul);
     // Every entry as it was (id, time, actor, before/after): the log reads the same on the replicas.
     const auditEntries = await copyAudit(c, source, batchRows, nul, target);
-    const reservationsCharged = await chargeReservations(c, source.reservations().map(abandonedCharge), batchRows, nul);
+    const reservationsCharged = await chargeReservations(c, source.reservations(), batchRows, nul);
     const cache = source.cache ? await copyCache(c, source.cache, batchRows, nul) : null;
     await c.query(NOTIFY_SQL, ['keys']);
     if (cache) await c.query(NOTIFY_SQL, ['cache']);
@@ -100,9 +100,17 @@ async function copyAudit(c: PoolClient, source: InstallationSource, batchRows: n
  * inserted (a request id the ledger already holds was settled, as the embedded ledger's
  * INSERT OR IGNORE decides).
  */
-async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: number, nul: NulCount): Promise<{ requests: number; credits: number }> {
+async function chargeReservations(
+  c: PoolClient,
+  open: ReturnType<InstallationSource['reservations']>,
+  batchRows: number,
+  nul: NulCount,
+): Promise<{ requests: number; credits: number }> {
+  const rows = open.map(abandonedCharge);
+  const scopesOf = new Map(open.map((r) => [r.requestId, r.scopes]));
   const charges = new Map<string, { scope: string; period: string; start: number; used: number }>();
-  // Charged to the key's team too, as a settle would (credits.ts withTeams).
+  // Charged to the scopes each reservation held (its key's team when the call was admitted), as
+  // the embedded server's next start would; one without them to the key's team now.
   const owners = await c.query<{ id: string; owner: string }>('SELECT id, owner FROM api_keys WHERE owner IS NOT NULL AND id = ANY ($1)', [[...new Set(rows.map((r) => r.keyId))]]);
   const teamOf = new Map(owners.rows.map((r) => [r.id, [teamScope(r.owner)]]));
   let requests = 0;
@@ -115,7 +123,7 @@ async function chargeReservations(c: PoolClient, rows: LedgerRow[], batchRows: n
       requests++;
       credits += row.credits;
       if (row.credits <= 0) continue;
-      for (const scope of [row.keyId, PROVIDER_SCOPE, ...(teamOf.get(row.keyId) ?? [])]) {
+      for (const scope of scopesOf.get(row.requestId) ?? [row.keyId, PROVIDER_SCOPE, ...(teamOf.get(row.keyId) ?? [])]) {
         for (const period of PERIODS) {
           const start = periodStart(period, row.ts);
           const k = `${scope}\u0000${period}\u0000${start}`;

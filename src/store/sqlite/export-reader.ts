@@ -135,10 +135,11 @@ export class InstallationReader implements InstallationSource {
     return batches<CountedRecord, CountedRecord>(this.main, sql, n, (r) => r);
   }
 
-  reservations(): Reservation[] {
+  reservations(): Array<Reservation & { scopes: string[] | null }> {
     return this.main
-      .prepare<[], Reservation>('SELECT request_id AS requestId, ts, key_id AS keyId, endpoint, identity, estimate FROM reservations ORDER BY ts')
-      .all();
+      .prepare<[], Reservation & { scopes: string | null }>('SELECT request_id AS requestId, ts, key_id AS keyId, endpoint, identity, estimate, scopes FROM reservations ORDER BY ts')
+      .all()
+      .map((r) => ({ ...r, scopes: r.scopes === null ? null : (JSON.parse(r.scopes) as string[]) }));
   }
 
   rawFromDay(): number {
