@@ -221,7 +221,9 @@ const STORAGE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|READONLY|IOERR|CANTOPEN|PROTOCO
  * Failures of a network store (PostgreSQL, Redis) that say it cannot be reached or cannot
  * answer now, as opposed to a bug: PostgreSQL's connection (08), operator-intervention and
  * timeout (57), resource (53) and conflict (40) classes, a socket's errno, and the drivers'
- * connection and timeout errors (pg's messages, node-redis's error classes). node-redis's
+ * connection and timeout errors (pg's messages, node-redis's error classes), and Redis's replies
+ * that it cannot serve writes now: full under `noeviction` (OOM), demoted by a failover
+ * (READONLY), loading its data, busy with a script, failing to persist (MISCONF). node-redis's
  * classes leave `name` as 'Error' ("The client is offline" is a ClientOfflineError only by
  * its constructor), so the class is told by the constructor's name.
  */
@@ -229,11 +231,14 @@ const PG_UNAVAILABLE = /^(08|57|53|40)[0-9A-Z]{3}$/;
 const SOCKET_CODES = /^E(CONNREFUSED|CONNRESET|TIMEDOUT|PIPE|HOSTUNREACH|NETUNREACH|AI_AGAIN|NOTFOUND)$/;
 const DRIVER_MESSAGES = /timeout|Connection terminated|connection (is )?closed|Client has encountered a connection error|Cannot use a pool after calling end/i;
 const REDIS_NAMES = /^(ClientClosedError|ClientOfflineError|DisconnectsClientError|TimeoutError|SocketClosedUnexpectedlyError|ConnectionTimeoutError|SocketTimeoutError|ReconnectStrategyError)$/;
+const REDIS_REPLIES = /^(ErrorReply|SimpleError|BlobError)$/;
+const REDIS_CANNOT_SERVE = /^(OOM|READONLY|LOADING|BUSY|MISCONF|MASTERDOWN|NOREPLICAS|TRYAGAIN|CLUSTERDOWN) /;
 
 export function isNetworkStoreFailure(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (PG_UNAVAILABLE.test(code) || SOCKET_CODES.test(code))) return true;
+  if (REDIS_REPLIES.test(err.constructor.name)) return REDIS_CANNOT_SERVE.test(err.message);
   return REDIS_NAMES.test(err.name) || REDIS_NAMES.test(err.constructor.name) || DRIVER_MESSAGES.test(err.message);
 }
 

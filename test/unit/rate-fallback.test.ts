@@ -1,4 +1,4 @@
-import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, DisconnectsClientError, SocketClosedUnexpectedlyError, SocketTimeoutError, TimeoutError } from 'redis';
+import { ClientClosedError, ClientOfflineError, ConnectionTimeoutError, DisconnectsClientError, SimpleError, SocketClosedUnexpectedlyError, SocketTimeoutError, TimeoutError } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { ADVISORY, parseRatePolicies } from '../../src/domain/rate-limit.js';
@@ -37,8 +37,20 @@ describe('node-redis failures are storage failures', () => {
     expect(isStorageError(err)).toBe(true);
   });
 
-  it('a bug is not one', () => {
+  it.each([
+    "OOM command not allowed when used memory > 'maxmemory'. script: ec89, on @user_script:1.",
+    "READONLY You can't write against a read only replica. script: ec89, on @user_script:1.",
+    'LOADING Redis is loading the dataset in memory',
+    'BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.',
+    'MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk.',
+  ])('a Redis that cannot serve writes now: %s', (message) => {
+    expect(isStorageError(new SimpleError(message))).toBe(true);
+  });
+
+  it('a bug is not one, nor a reply that says the command is wrong', () => {
     expect(isStorageError(new TypeError('x is undefined'))).toBe(false);
+    expect(isStorageError(new SimpleError('WRONGTYPE Operation against a key holding the wrong kind of value'))).toBe(false);
+    expect(isStorageError(new SimpleError('ERR Error running script: attempt to compare nil with number'))).toBe(false);
   });
 });
 
