@@ -1,3 +1,4 @@
+import { addressGroup } from '../domain/address-group.js';
 import { failure, type Failure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
 import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
@@ -27,9 +28,12 @@ export type AddressCounters = {
   add(scope: string, policies: readonly RatePolicy[], now: number, durable: false): PolicyCount[];
 };
 
-/** Separate counters: failed keys on /v1 never lock an address out of /admin, nor the reverse. */
-const KEY_SCOPE = 'ip:';
-const ADMIN_SCOPE = 'admin-ip:';
+/**
+ * Separate counters: failed keys on /v1 never lock an address out of /admin, nor the reverse.
+ * An address is counted with its group (an IPv6 address with its /64, domain/address-group.ts).
+ */
+const keyScope = (ip: string) => `ip:${addressGroup(ip)}`;
+const adminScope = (ip: string) => `admin-ip:${addressGroup(ip)}`;
 
 export interface AdmissionStores {
   readonly keys: Pick<Keys, 'findBySecret'>;
@@ -90,24 +94,25 @@ export class Admission {
   /** A failed key: counted, or — past the limit — 429, so a prober no longer learns which keys exist, are revoked or expired. */
   private failed({ refusal, keyId }: Refused, ip: string, now: number): Admitted {
     if (!this.failedAuth) return { key: null, refusal, headers: advisoryHeaders(now), keyId };
-    const state = this.state(KEY_SCOPE + ip, now);
+    const scope = keyScope(ip);
+    const state = this.state(scope, now);
     if (!state.allowed) return { key: null, refusal: authRateLimited(state.retryAfter), headers: state.headers, keyId };
-    return { key: null, refusal, headers: headersOf(this.stores.addresses.add(KEY_SCOPE + ip, this.failedAuth, now, false), now), keyId };
+    return { key: null, refusal, headers: headersOf(this.stores.addresses.add(scope, this.failedAuth, now, false), now), keyId };
   }
 
   /** The address's failed-key limiter and its headers (for /v1 answers without a key). */
   ipState(ip: string, now: number): LimiterState {
-    return this.state(KEY_SCOPE + ip, now);
+    return this.state(keyScope(ip), now);
   }
 
   /** /admin's own failed-token limiter. */
   adminState(ip: string, now: number): LimiterState {
-    return this.state(ADMIN_SCOPE + ip, now);
+    return this.state(adminScope(ip), now);
   }
 
   /** Count a failed admin-token check; the admin limiter's headers after it. */
   countAdminFailure(ip: string, now: number): Record<string, string> {
-    return this.failedAuth ? headersOf(this.stores.addresses.add(ADMIN_SCOPE + ip, this.failedAuth, now, false), now) : advisoryHeaders(now);
+    return this.failedAuth ? headersOf(this.stores.addresses.add(adminScope(ip), this.failedAuth, now, false), now) : advisoryHeaders(now);
   }
 
   private state(scope: string, now: number): LimiterState {
