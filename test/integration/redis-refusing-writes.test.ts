@@ -34,11 +34,13 @@ describe('Redis refusing writes', () => {
     ['READONLY (demoted to a replica)', () => control.sendCommand(['REPLICAOF', '127.0.0.1', '1']), () => control.sendCommand(['REPLICAOF', 'NO', 'ONE'])],
   ];
 
-  it.each(refusing)('%s: open serves, closed answers 503 to limited keys, the gauge and the log say so; shared counting resumes after', async (_, refuse, restore) => {
+  it.each(refusing)('%s: open serves, closed answers 503 to limited keys, the gauge, the log and readiness say so; shared counting resumes after', async (_, refuse, restore) => {
     const unlimited = await c.newKey();
     const limited = await c.newKey({ rate: '1000/minute' });
     for (const i of [0, 1]) expect(summary(await c.get(i, profile('refusing-hot'), unlimited.secret))).toMatch(/^200 (HIT|MISS)$/);
 
+    const logged = (i: number) => c.replicas[i]!.output().split('rate counters unreachable').length - 1;
+    const loggedBefore = [logged(0), logged(1)];
     await refuse();
     try {
       expect(summary(await c.get(0, profile('refusing-hot'), unlimited.secret))).toBe('200 HIT');
@@ -49,13 +51,15 @@ describe('Redis refusing writes', () => {
       expect(header(closed, 'retry-after')).toBe('1');
       for (const i of [0, 1]) {
         expect(writable(await c.get(i, '/metrics')), `replica ${i}`).toBe('0');
-        expect(c.replicas[i]!.output(), `replica ${i}`).toMatch(/rate counters unreachable/);
+        // The child's log reaches this process asynchronously: polled.
+        await until(`replica ${i} logs the fallback`, 5_000, async () => (logged(i) > loggedBefore[i]! ? true : undefined));
+        expect((await c.get(i, '/readyz')).json.checks.redis, `replica ${i}`).toMatch(/^unreachable: (OOM|READONLY) /);
       }
     } finally {
       await restore();
     }
     for (const i of [0, 1]) {
-      await until(`replica ${i} counts in Redis again`, 5_000, async () => ((await c.get(i, profile('refusing-hot'), limited.secret)).status === 200 && writable(await c.get(i, '/metrics')) === '1' ? true : undefined), 100);
+      await until(`replica ${i} counts in Redis again`, 5_000, async () => ((await c.get(i, profile('refusing-hot'), limited.secret)).status === 200 && writable(await c.get(i, '/metrics')) === '1' && (await c.get(i, '/readyz')).json.checks.redis === 'ok' ? true : undefined), 100);
     }
   }, 30_000);
 });

@@ -70,7 +70,8 @@ export class SharedBackend implements StorageBackend {
   async health(): Promise<StorageHealth> {
     const [database, redis] = await Promise.all([
       probe(this.parts.pool.query('SELECT 1').then(() => {})),
-      probe(this.parts.redis.ping().then(() => {})),
+      // A write, not a PING: a Redis full under `noeviction` or demoted to a replica answers PING but counts nothing.
+      probe(this.parts.redis.set(`${this.parts.redisPrefix}ready`, '1', { PX: 10_000 }).then(() => {})),
     ]);
     this.noteDatabase(database === 'ok');
     const checks: Record<string, string> = { database, redis, change_notifications: this.changes.listening ? 'ok' : 'reconnecting' };

@@ -56,6 +56,8 @@ export interface SharedParts {
   readonly ledger: PgLedger;
   readonly cache: RememberedCache;
   readonly claims: RedisCallClaims;
+  /** Prepended to every Redis key of this installation. */
+  readonly redisPrefix: string;
   readonly pool: Pool;
   readonly leasePool: Pool | null;
   readonly cachePool: Pool;
@@ -119,7 +121,7 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     const keys = new RememberedKeys(table, changes, () => announced.announce('keys'));
     const teams = rememberedTeams(new PgTeams(pool, clock, audit), keys);
     const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
-    return { pool, leasePool, cachePool, redis, lease, recovery, retention, changes, beacon, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, log, server };
+    return { pool, leasePool, cachePool, redis, lease, recovery, retention, changes, beacon, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, redisPrefix: prefix, log, server };
   } catch (err) {
     await recovery?.stop();
     beacon?.close();
