@@ -238,7 +238,7 @@ export function isNetworkStoreFailure(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (PG_UNAVAILABLE.test(code) || SOCKET_CODES.test(code))) return true;
-  if (REDIS_REPLIES.test(err.constructor.name)) return REDIS_CANNOT_SERVE.test(err.message);
+  if (REDIS_REPLIES.test(err.constructor.name) && REDIS_CANNOT_SERVE.test(err.message)) return true;
   return REDIS_NAMES.test(err.name) || REDIS_NAMES.test(err.constructor.name) || DRIVER_MESSAGES.test(err.message);
 }
 
