@@ -81,15 +81,15 @@ export class RedisRateCounters implements RateCounters {
 
   /**
    * A script by its SHA-1 (EVALSHA): the text, sent once per Redis (after a restart or a
-   * SCRIPT FLUSH, when Redis answers NOSCRIPT), not with every request.
+   * SCRIPT FLUSH, when Redis answers NOSCRIPT), not with every request. One deadline for both
+   * attempts: a Redis slow after its restart must not hold the request twice as long.
    */
-  private async run(script: string, args: { keys: string[]; arguments: string[] }): Promise<unknown> {
-    try {
-      return await this.deadlines.bound(this.redis.evalSha(sha1(script), args));
-    } catch (err) {
+  private run(script: string, args: { keys: string[]; arguments: string[] }): Promise<unknown> {
+    const counted = this.redis.evalSha(sha1(script), args).catch((err: unknown) => {
       if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return this.deadlines.bound(this.redis.eval(script, args));
-    }
+      return this.redis.eval(script, args);
+    });
+    return this.deadlines.bound(counted);
   }
 
   /** Every count is written as it is made. */
