@@ -6,12 +6,17 @@ import { isIP } from 'node:net';
  * single host or customer is routinely given a whole /64 and picks source addresses from it at
  * will, so counting per /128 would let one client make a fresh guess budget per address. An
  * IPv4-mapped IPv6 address (`::ffff:203.0.113.5`, what a dual-stack socket reports for an
- * IPv4 client) is the IPv4 address. Anything that is not an IP (say, a proxy's `unknown`) is
- * counted as written.
+ * IPv4 client) is the IPv4 address. A port after the address is dropped. Anything that is
+ * not an IP (say, a proxy's `unknown`) is counted as written.
  */
 export function addressGroup(address: string): string {
-  const zone = address.indexOf('%');
-  const bare = zone < 0 ? address : address.slice(0, zone);
+  // Some proxies (Azure's Application Gateway, IIS ARR) write `ip:port` or `[ip]:port` into
+  // X-Forwarded-For: every connection a new port, so the port must not make a new counter.
+  const ported = /^(?:\[([^\]]+)\]|(\d{1,3}(?:\.\d{1,3}){3}))(?::\d{1,5})?$/.exec(address);
+  const host = ported ? (ported[1] ?? ported[2]!) : address;
+  const zone = host.indexOf('%');
+  const bare = zone < 0 ? host : host.slice(0, zone);
+  if (isIP(bare) === 4) return bare;
   if (isIP(bare) !== 6) return address;
   const groups = hextets(bare.toLowerCase());
   if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
