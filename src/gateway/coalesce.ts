@@ -81,7 +81,7 @@ export interface Lead<T> {
 /**
  * `besideQueued`: the leader passed over an identical flight waiting in another tenant's queue,
  * whose call holds the replicas' claim of it (replica-herd.ts): waiting for that claim would be
- * waiting in the other tenant's queue after all, so this call is made without one.
+ * waiting in the other tenant's queue after all, so this call claims for its own tenant instead.
  */
 export type Entered<T> =
   | { readonly leader: true; readonly lead: Lead<T>; readonly besideQueued: boolean }

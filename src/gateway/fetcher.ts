@@ -75,7 +75,11 @@ export class Fetcher {
    * `answered`, when given, hears the provider's outcome as soon as it comes, before it is stored.
    */
   call(lead: Lead<FetchResult>, req: LookupRequest, key: string, freshness: Freshness, origin: CallOrigin, answered?: (o: UpstreamOutcome) => void): Promise<FetchResult> {
-    return lead.run(() => this.callAndStore(req, key, freshness, { ...origin, onQueued: lead.queued }, answered));
+    const onQueued = (waiting: boolean) => {
+      lead.queued(waiting);
+      origin.onQueued?.(waiting);
+    };
+    return lead.run(() => this.callAndStore(req, key, freshness, { ...origin, onQueued }, answered));
   }
 
   inFlight(): number {

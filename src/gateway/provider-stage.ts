@@ -93,8 +93,7 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
       continue;
     }
     const { lead } = entered;
-    // Past another tenant's queued call of it, whose claim would hold this one back (coalesce.ts Entered).
-    const claims = entered.besideQueued ? null : deps.fetcher.herd;
+    const claims = deps.fetcher.herd;
     let refused: Failure | null;
     let held: HerdLead | null = null;
     let early: MaybePromise<Failure | null> | null = null;
@@ -117,7 +116,8 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
       // with the request's ledger row, charged nothing, like any reservation.
       early = claims && round === 0 && !deps.accounting.budgeted(miss.key) ? reserveNow(deps, miss, miss.now) : null;
       // 9. One call across replicas too: another replica's call of it may answer this one.
-      const herd = claims ? await claims.lead(herdMiss(miss, freshness)) : null;
+      // Past another tenant's queued call of it, whose claim would hold this one back, it claims for its own tenant (coalesce.ts Entered).
+      const herd = claims ? await claims.lead(herdMiss(miss, freshness), entered.besideQueued) : null;
       if (herd?.kind === 'answered') {
         const shared = sharedFromCache(herd.entry);
         void lead.run(() => Promise.resolve(shared));
@@ -143,7 +143,8 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
         lead.release({ refusal: refused, keyId: miss.key.id });
         return refusedAnswer(deps, miss, refused, trace);
       }
-      const origin = { requestId, traceContext: miss.traceContext, tenant: keyTenant(miss.key) };
+      // Queued, the claim says so: other tenants' requests on other replicas stop waiting for it.
+      const origin = { requestId, traceContext: miss.traceContext, tenant: keyTenant(miss.key), onQueued: held ? (waiting: boolean) => held!.queued(waiting) : undefined };
       const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, origin, settleNow && settleWhenAnswered(deps, requestId, settleNow, trace));
       return answerFetched(deps, miss, result, true, trace);
     } finally {
@@ -194,7 +195,7 @@ async function settled(r: MaybePromise<Failure | null> | null): Promise<void> {
 
 function herdMiss(miss: Miss, freshness: Freshness): HerdMiss {
   const need = { endpoint: miss.def.name, strategy: miss.req.strategy, maxage: miss.req.maxage };
-  return { cacheKey: miss.cacheKey, freshness, need, requestId: miss.requestId, arrivedAt: miss.now };
+  return { cacheKey: miss.cacheKey, freshness, need, requestId: miss.requestId, arrivedAt: miss.now, tenant: keyTenant(miss.key) };
 }
 
 /** Whether besteffort's stored entry can answer for a failed call (as answerFetched and refusedAnswer decide). */

@@ -4,7 +4,7 @@ import type { CacheEntry } from '../domain/cache-entry.js';
 import type { CachePolicyConfig, PolicyRequest } from '../domain/cache-policy.js';
 import type { Clock } from '../domain/clock.js';
 import { afterWait, type UnclaimedReason } from '../domain/herd.js';
-import { isPromise, type CallClaims, type Claimed, type ResponseCache } from '../store/ports.js';
+import { isPromise, QUEUED_ELSEWHERE, type CallClaims, type Claimed, type ResponseCache } from '../store/ports.js';
 import type { Freshness } from './coalesce.js';
 
 export interface HerdSettings {
@@ -22,6 +22,8 @@ export interface HerdLead {
   readonly kind: 'lead';
   /** Whether it waited for another replica first (its reservation is then dated after the wait). */
   readonly waited: boolean;
+  /** Its call waits in its tenant's provider queue (true), or waits no longer: the claim says so to other tenants' requests. */
+  queued(waiting: boolean): void;
   end(): Promise<void>;
 }
 
@@ -39,6 +41,8 @@ export interface HerdMiss {
   readonly requestId: string;
   /** When the request arrived (the clock's time). */
   readonly arrivedAt: number;
+  /** Whom the call is for (keyTenant): its place in the provider's fair share. */
+  readonly tenant: string;
 }
 
 export interface HerdEvents {
@@ -68,6 +72,11 @@ const noEvents: HerdEvents = { unavailable() {}, available() {}, unclaimed() {} 
  * (afterWait, domain/herd.ts); after maxWaitMs in all it calls regardless, so that no request
  * waits forever. Claims that cannot be asked for (Redis down) never fail a request: it calls
  * without one, as a single replica would, and the credit reservation still guards the budget.
+ *
+ * A claim whose call waits in another tenant's provider queue is not waited for: that wait is
+ * the other tenant's share of the provider, and this request would start at once on a share of
+ * its own (as coalesce.ts does within a process). It claims the call for its own tenant instead
+ * (tenantClaimKey), so that its tenant's identical misses still make one call across replicas.
  */
 export class ReplicaHerd {
   /** This process, in claim owners: a request id is unique only within a process's own requests. */
@@ -84,9 +93,14 @@ export class ReplicaHerd {
     private readonly events: HerdEvents = noEvents,
   ) {}
 
-  /** Lead the call, or answer from another replica's; resolves once this replica knows which. */
-  async lead(miss: HerdMiss): Promise<HerdLead | HerdAnswered> {
-    const key = claimKey(miss.cacheKey, miss.freshness);
+  /**
+   * Lead the call, or answer from another replica's; resolves once this replica knows which.
+   * `besideQueued`: this process's own identical call waits in another tenant's queue (coalesce.ts),
+   * holding the call's claim: this one claims for its own tenant at once.
+   */
+  async lead(miss: HerdMiss, besideQueued = false): Promise<HerdLead | HerdAnswered> {
+    const shared = claimKey(miss.cacheKey, miss.freshness);
+    let key = besideQueued ? tenantClaimKey(shared, miss.tenant) : shared;
     const owner = `${this.processId}:${miss.requestId}`;
     const { claimTtlMs, maxWaitMs } = this.settings;
     const started = performance.now();
@@ -102,18 +116,19 @@ export class ReplicaHerd {
         return this.unclaimed(waited, 'store_unavailable');
       }
       this.succeeded();
-      if (got === 'free' || (got === 'released' && waited)) return this.held(key, owner, waited);
+      if (got === 'free' || (got === 'released' && waited)) return this.held(key, owner, waited, miss.tenant);
       if (got === 'released') {
         // Taken, but another replica's call on it ended lately: its answer may have been stored
         // after this request read the cache. Read again, the claim held, before paying twice.
-        const lead = this.held(key, owner, waited);
+        const lead = this.held(key, owner, waited, miss.tenant);
         const found = await this.storedMeanwhile(miss, started, maxWaitMs);
         if (!found) return lead;
         await lead.end();
         return { kind: 'answered', entry: found };
       }
       waited = true;
-      await this.claims.released(key, Math.max(0, maxWaitMs - (performance.now() - started)));
+      const wait = await this.claims.released(key, Math.max(0, maxWaitMs - (performance.now() - started)), miss.tenant);
+      if (wait === QUEUED_ELSEWHERE) key = tenantClaimKey(shared, miss.tenant);
       const entry = await this.storedMeanwhile(miss, started, maxWaitMs);
       if (entry) return { kind: 'answered', entry };
       if (performance.now() - started >= maxWaitMs) return this.unclaimed(waited, 'wait_exhausted');
@@ -130,8 +145,9 @@ export class ReplicaHerd {
   }
 
   /** A claim held: renewed every third of its ttl until end(), so that a live but slow call is never taken over. */
-  private held(key: string, owner: string, waited: boolean): HerdLead {
+  private held(key: string, owner: string, waited: boolean, tenant: string): HerdLead {
     const ttl = this.settings.claimTtlMs;
+    let ended = false;
     const renew = setInterval(() => {
       // A renewal that fails leaves the claim to lapse: another replica may then call too, no worse than without claims.
       void Promise.resolve()
@@ -139,10 +155,16 @@ export class ReplicaHerd {
         .catch(() => {});
     }, Math.max(1, Math.floor(ttl / 3)));
     renew.unref();
-    let ended = false;
     return {
       kind: 'lead',
       waited,
+      queued: (waiting) => {
+        if (ended) return;
+        // Not awaited: the call goes on; a mark not written leaves other tenants' requests to wait, bounded, as before.
+        void Promise.resolve()
+          .then(() => this.claims.queued(key, owner, waiting ? tenant : null))
+          .catch(() => {});
+      },
       end: async () => {
         if (ended) return;
         ended = true;
@@ -159,7 +181,7 @@ export class ReplicaHerd {
 
   private unclaimed(waited: boolean, reason: UnclaimedReason): HerdLead {
     this.events.unclaimed(reason);
-    return { kind: 'lead', waited, end: async () => {} };
+    return { kind: 'lead', waited, queued() {}, end: async () => {} };
   }
 
   private failed(err: Error): void {
@@ -176,7 +198,6 @@ export class ReplicaHerd {
   }
 }
 
-/** A call made without a claim: nothing to let go. */
 /**
  * The claim of a call: its cache key and the freshness it is made with, as in-process flights
  * are. Only identical calls share a claim, so a fetch never waits behind a cached call (it
@@ -184,4 +205,9 @@ export class ReplicaHerd {
  */
 export function claimKey(cacheKey: string, f: Freshness): string {
   return `${f.strategy}:${f.maxage ?? ''}:${cacheKey}`;
+}
+
+/** A tenant's own claim of a call whose shared claim waits in another tenant's queue. */
+export function tenantClaimKey(sharedKey: string, tenant: string): string {
+  return `${sharedKey}\n${tenant}`;
 }

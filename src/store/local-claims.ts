@@ -1,10 +1,12 @@
 import { performance } from 'node:perf_hooks';
-import { RELEASED_LATELY_MS, type CallClaims, type Claimed } from './ports.js';
+import { QUEUED_ELSEWHERE, RELEASED_LATELY_MS, type CallClaims, type Claimed } from './ports.js';
 
 interface Held {
   readonly owner: string;
   /** performance.now() when the claim lapses. */
   readonly until: number;
+  /** The tenant whose provider queue its call waits in; null while it does not. */
+  readonly queuedFor: string | null;
 }
 
 /**
@@ -23,7 +25,7 @@ export class LocalCallClaims implements CallClaims {
   claim(key: string, owner: string, ttlMs: number): Claimed {
     const h = this.live(key);
     if (h && h.owner !== owner) return false;
-    this.held.set(key, { owner, until: performance.now() + ttlMs });
+    this.held.set(key, { owner, until: performance.now() + ttlMs, queuedFor: h?.queuedFor ?? null });
     if (h) return 'free';
     const at = this.releasedAt.get(key);
     this.releasedAt.delete(key);
@@ -41,23 +43,34 @@ export class LocalCallClaims implements CallClaims {
     for (const wake of ws) wake();
   }
 
-  released(key: string, maxWaitMs: number): Promise<boolean> {
+  queued(key: string, owner: string, tenant: string | null): void {
+    const h = this.live(key);
+    if (h?.owner !== owner) return;
+    this.held.set(key, { ...h, queuedFor: tenant });
+    if (tenant !== null) for (const wake of this.waiters.get(key) ?? []) wake();
+  }
+
+  released(key: string, maxWaitMs: number, tenant?: string): Promise<boolean | typeof QUEUED_ELSEWHERE> {
     if (!this.live(key)) return Promise.resolve(true);
     const deadline = performance.now() + maxWaitMs;
-    return new Promise<boolean>((resolve) => {
+    return new Promise<boolean | typeof QUEUED_ELSEWHERE>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
-      const done = (free: boolean) => {
+      const done = (free: boolean | typeof QUEUED_ELSEWHERE) => {
         clearTimeout(timer);
         const ws = this.waiters.get(key);
         ws?.delete(wake);
         if (ws?.size === 0) this.waiters.delete(key);
         resolve(free);
       };
-      const wake = () => done(true);
-      // Woken by a release; a lapse (an owner that neither renews nor releases) is noticed by the timer.
+      // Woken by a release or a queued mark; a lapse (an owner that neither renews nor releases) is noticed by the timer.
+      const wake = () => {
+        clearTimeout(timer);
+        check();
+      };
       const check = () => {
         const h = this.live(key);
         if (!h) return done(true);
+        if (tenant !== undefined && h.queuedFor !== null && h.queuedFor !== tenant) return done(QUEUED_ELSEWHERE);
         const now = performance.now();
         if (now >= deadline) return done(false);
         timer = setTimeout(check, Math.max(1, Math.min(deadline, h.until) - now));

@@ -133,8 +133,20 @@ export interface CallClaims {
   /** Let go of `key` if `owner` holds it (another owner's claim is left alone), waking whoever waits for it. */
   release(key: string, owner: string): MaybePromise<void>;
   /**
+   * Mark `owner`'s claim of `key` as made for a call waiting in `tenant`'s provider queue (that
+   * tenant at its share of slots), or, null, as waiting no longer; waking whoever waits for it.
+   * Ignored when `owner` does not hold it. Best effort: a mark not written only makes another
+   * tenant's request wait as it did before (at most its bounded wait).
+   */
+  queued(key: string, owner: string, tenant: string | null): MaybePromise<void>;
+  /**
    * Resolves true once `key` is not held (released or lapsed), false after `maxWaitMs`. Never
    * rejects: a wait that cannot watch the claim ends early, false, and the next claim says why.
+   * With `tenant`: QUEUED_ELSEWHERE once the claim is marked queued for another tenant, whose
+   * provider queue is no wait of this request's ("one team can never hurt another").
    */
-  released(key: string, maxWaitMs: number): Promise<boolean>;
+  released(key: string, maxWaitMs: number, tenant?: string): Promise<boolean | typeof QUEUED_ELSEWHERE>;
 }
+
+/** What released() answers when the claim's call waits in another tenant's provider queue. */
+export const QUEUED_ELSEWHERE = 'queued-elsewhere';

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
+import { QUEUED_ELSEWHERE } from '../../src/store/ports.js';
 import type { BackendFactory } from './backends.js';
 import { sleep, unique, withHandle } from './support.js';
 
@@ -126,6 +127,42 @@ export function callClaimsContract(factory: BackendFactory): void {
       expect(ms).toBeGreaterThanOrEqual(290);
       expect(ms).toBeLessThan(300 + 300);
       expect(await claims().claim(key, 'b', 10_000)).toBe(false);
+    });
+
+    // "One team can never hurt another": a claim whose call waits in its tenant's provider
+    // queue is no wait for another tenant's request (gateway/replica-herd.ts).
+    it("released(…, tenant) ends at once when the claim is marked queued for another tenant; its own tenant's waits on", async () => {
+      const key = unique('call');
+      await claims().claim(key, 'a', 10_000);
+      // Marked by someone who does not hold it: ignored.
+      await claims().queued(key, 'b', 'team:x');
+      expect((await timed(() => claims().released(key, 200, 'team:y'))).value).toBe(false);
+      await claims().queued(key, 'a', 'team:x');
+      const other = await timed(() => claims().released(key, 5_000, 'team:y'));
+      expect(other.value).toBe(QUEUED_ELSEWHERE);
+      expect(other.ms).toBeLessThan(250);
+      expect(await claims().released(key, 200, 'team:x')).toBe(false);
+      expect(await claims().released(key, 200)).toBe(false);
+      // A renewal keeps the mark; no longer queued, the claim is waited for again.
+      expect(await claims().claim(key, 'a', 10_000)).toBeTruthy();
+      expect(await claims().released(key, 200, 'team:y')).toBe(QUEUED_ELSEWHERE);
+      await claims().queued(key, 'a', null);
+      expect(await claims().released(key, 200, 'team:y')).toBe(false);
+    });
+
+    it('a mark made while another tenant waits wakes it; a release clears the mark', async () => {
+      const key = unique('call');
+      await claims().claim(key, 'a', 10_000);
+      const waiting = timed(() => claims().released(key, 5_000, 'team:y'));
+      await sleep(150);
+      await claims().queued(key, 'a', 'team:x');
+      const { value, ms } = await waiting;
+      expect(value).toBe(QUEUED_ELSEWHERE);
+      expect(ms).toBeGreaterThanOrEqual(140);
+      expect(ms).toBeLessThan(150 + 300);
+      await claims().release(key, 'a');
+      expect(await claims().claim(key, 'c', 10_000)).toBeTruthy();
+      expect(await claims().released(key, 200, 'team:y')).toBe(false);
     });
 
     it('many waiters of one claim all wake on its release', async () => {

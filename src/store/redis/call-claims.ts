@@ -1,22 +1,25 @@
 import { performance } from 'node:perf_hooks';
 import type { RedisClientType } from 'redis';
 import { withTimeout } from '../time-bound.js';
-import { RELEASED_LATELY_MS, type CallClaims, type Claimed } from '../ports.js';
+import { QUEUED_ELSEWHERE, RELEASED_LATELY_MS, type CallClaims, type Claimed } from '../ports.js';
 
 /**
  * Take a free claim, or renew one's own: one script, so that no other owner slips in between.
- * KEYS: the claim, its released-lately marker; ARGV: owner, ttl. Returns 0 (held by another),
- * 1 (taken or renewed), 2 (taken, released lately by another: its answer may be stored).
+ * KEYS: the claim, its released-lately marker, its queued marker; ARGV: owner, ttl. Returns 0
+ * (held by another), 1 (taken or renewed), 2 (taken, released lately by another: its answer may
+ * be stored). A renewal renews the queued marker too: it lasts as long as its claim.
  */
 const CLAIM = `
 local held = redis.call('GET', KEYS[1])
 if held == false then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  redis.call('DEL', KEYS[3])
   if redis.call('DEL', KEYS[2]) == 1 then return 2 end
   return 1
 end
 if held == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
   return 1
 end
 return 0
@@ -25,16 +28,35 @@ return 0
 /**
  * Delete the claim only if the owner still holds it (it may have lapsed and gone to another),
  * mark it released lately for the next claimer, and tell the waiters. KEYS: the claim, its
- * marker; ARGV: owner, channel, how long the marker lasts.
+ * released-lately marker, its queued marker; ARGV: owner, channel, how long the marker lasts.
  */
 const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[3])
   redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
   redis.call('PUBLISH', ARGV[2], KEYS[1])
   return 1
 end
 return 0
+`;
+
+/**
+ * Mark the owner's claim as made for a call queued for a tenant (ARGV[2]; '' for no longer),
+ * expiring with the claim, and tell the waiters (those of other tenants stop waiting). A key of
+ * its own beside the claim, so that a replica of an earlier version, which reads the claim as
+ * a string, goes on working beside this one. KEYS: the claim, its queued marker; ARGV: owner,
+ * tenant, channel.
+ */
+const QUEUED = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl) else redis.call('SET', KEYS[2], ARGV[2]) end
+redis.call('PUBLISH', ARGV[3], KEYS[1])
+return 1
 `;
 
 export interface RedisClaimOptions {
@@ -84,7 +106,7 @@ export class RedisCallClaims implements CallClaims {
     const holding = `${owner}\n${full}`;
     const renewal = this.holding.has(holding);
     try {
-      const r = await this.bounded((c) => c.eval(CLAIM, { keys: [full, `${full}:released`], arguments: [owner, String(Math.max(1, Math.ceil(ttlMs)))] }));
+      const r = await this.bounded((c) => c.eval(CLAIM, { keys: [full, `${full}:released`, `${full}:queued`], arguments: [owner, String(Math.max(1, Math.ceil(ttlMs)))] }));
       const got: Claimed = r === 2 ? 'released' : r === 1 ? 'free' : false;
       // (A renewal answered after the release is not held any more.)
       if (got && !renewal) this.holding.add(holding);
@@ -100,10 +122,15 @@ export class RedisCallClaims implements CallClaims {
   async release(key: string, owner: string): Promise<void> {
     const full = this.key(key);
     this.holding.delete(`${owner}\n${full}`);
-    await this.bounded((c) => c.eval(RELEASE, { keys: [full, `${full}:released`], arguments: [owner, this.channel, String(RELEASED_LATELY_MS)] }));
+    await this.bounded((c) => c.eval(RELEASE, { keys: [full, `${full}:released`, `${full}:queued`], arguments: [owner, this.channel, String(RELEASED_LATELY_MS)] }));
   }
 
-  async released(key: string, maxWaitMs: number): Promise<boolean> {
+  async queued(key: string, owner: string, tenant: string | null): Promise<void> {
+    const full = this.key(key);
+    await this.bounded((c) => c.eval(QUEUED, { keys: [full, `${full}:queued`], arguments: [owner, tenant ?? '', this.channel] }));
+  }
+
+  async released(key: string, maxWaitMs: number, tenant?: string): Promise<boolean | typeof QUEUED_ELSEWHERE> {
     const deadline = performance.now() + maxWaitMs;
     const full = this.key(key);
     // Listening before the first look: a release between the two still wakes this wait.
@@ -119,9 +146,12 @@ export class RedisCallClaims implements CallClaims {
     ws.add(wake);
     try {
       for (;;) {
-        if ((await this.bounded((c) => c.exists(full))) === 0) return true;
-        // The release may have been heard while EXISTS was on its way (two connections, no order between them).
-        if (woken) return true;
+        woken = false;
+        const [held, queuedFor] = await this.bounded((c) => c.mGet([full, `${full}:queued`]));
+        if (held === null) return true;
+        if (tenant !== undefined && queuedFor != null && queuedFor !== tenant) return QUEUED_ELSEWHERE;
+        // Woken while MGET was on its way (two connections, no order between them): look again.
+        if (woken) continue;
         const left = deadline - performance.now();
         if (left <= 0 || this.closed) return false;
         await new Promise<void>((resolve) => {
