@@ -96,7 +96,7 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
   const addresses = new WindowCounters(clock);
   // The notifier is made below (it needs the metrics' observer); a charge before then has nothing to nudge.
   let notifier: Notifier | null = null;
-  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses, onCharge: () => notifier?.nudge(), onUnclaimedCall: (reason) => metrics.observeUnclaimedCall(reason) });
+  const gateway = assembleGateway(backend, config, { clock, logger, provider: upstream, addresses, onCharge: () => notifier?.nudge(), onUnclaimedCall: (reason) => metrics.observeUnclaimedCall(reason), onClaimLapse: (lapse) => metrics.observeClaimLapse(lapse) });
   const costs = (): EmbeddedCosts =>
     onlyEmbedded((b) => ({
       ledger: b.ledger,

@@ -51,3 +51,7 @@ export function storedAnswers(need: PolicyRequest, entry: EntryFacts, now: numbe
 /** Why a provider call went without a replicas' claim: the claims' store failed, or the wait for another replica's call ran out. */
 export type UnclaimedReason = 'store_unavailable' | 'wait_exhausted';
 export const UNCLAIMED_REASONS: readonly UnclaimedReason[] = ['store_unavailable', 'wait_exhausted'];
+
+/** A replicas' claim that lapsed unreleased: this replica took another's over, or lost its own to another. */
+export type ClaimLapse = 'taken_over' | 'lost';
+export const CLAIM_LAPSES: readonly ClaimLapse[] = ['taken_over', 'lost'];

@@ -8,7 +8,7 @@ import { StorageUnavailable } from '../store/write-gate.js';
 import { Accounting } from './accounting.js';
 import { Admission, type AddressCounters } from './admission.js';
 import { Fetcher, type Provider } from './fetcher.js';
-import type { UnclaimedReason } from '../domain/herd.js';
+import type { ClaimLapse, UnclaimedReason } from '../domain/herd.js';
 import { CLAIM_TTL_MS, ReplicaHerd, type HerdSettings } from './replica-herd.js';
 
 /** The pipeline's parts with state: who may call (admission), what it costs (accounting), the provider calls in flight. */
@@ -28,6 +28,8 @@ export interface GatewayDeps {
   readonly herd?: Partial<HerdSettings>;
   /** Each provider call made without a replicas' claim (metrics: tollgate_herd_unclaimed_calls_total). */
   readonly onUnclaimedCall?: (reason: UnclaimedReason) => void;
+  /** Each replicas' claim that lapsed unreleased, taken over or lost (metrics: tollgate_herd_claim_lapses_total). */
+  readonly onClaimLapse?: (lapse: ClaimLapse) => void;
   /** A charge was recorded (accounting.ts onCharge): the budget notifications look sooner. */
   readonly onCharge?: () => void;
 }
@@ -58,6 +60,14 @@ export function assembleGateway(
     unavailable: (err) => logger.warn({ err: err.message }, 'provider-call claims unavailable; replicas call the provider without merging their identical misses'),
     available: () => logger.info({}, 'provider-call claims available again'),
     unclaimed: (reason) => deps.onUnclaimedCall?.(reason),
+    takenOver: () => {
+      logger.info({}, "another replica's provider-call claim lapsed unreleased; this replica took the call over");
+      deps.onClaimLapse?.('taken_over');
+    },
+    lost: () => {
+      logger.warn({}, "this replica's provider-call claim lapsed mid-call and went to another replica; both may call the provider");
+      deps.onClaimLapse?.('lost');
+    },
   });
   const onStoreError = (err: Error) => {
     if (!(err instanceof StorageUnavailable)) logger.warn({ err }, 'answer not stored in cache.db; served anyway');

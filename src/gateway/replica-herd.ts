@@ -55,13 +55,17 @@ export interface HerdEvents {
    * the claims could not be asked for, or the wait for another replica's call ran out.
    */
   unclaimed(reason: UnclaimedReason): void;
+  /** Another replica's claim lapsed unreleased (it died, or could not renew it) and this one took the call over. */
+  takenOver(): void;
+  /** This replica's claim lapsed while its call went on, and another replica took it: both may call. */
+  lost(): void;
 }
 
 
 /** After claims failed, requests call without asking for this long, so that a Redis gone away costs one timeout per burst, not per miss. */
 const RETRY_CLAIMS_AFTER_MS = 2_000;
 
-const noEvents: HerdEvents = { unavailable() {}, available() {}, unclaimed() {} };
+const noEvents: HerdEvents = { unavailable() {}, available() {}, unclaimed() {}, takenOver() {}, lost() {} };
 
 /**
  * One provider call for identical misses on several replicas (issue #13). The in-process
@@ -101,6 +105,7 @@ export class ReplicaHerd {
   async lead(miss: HerdMiss, besideQueued = false): Promise<HerdLead | HerdAnswered> {
     const shared = claimKey(miss.cacheKey, miss.freshness);
     let key = besideQueued ? tenantClaimKey(shared, miss.tenant) : shared;
+    let lapsed = false;
     const owner = `${this.processId}:${miss.requestId}`;
     const { claimTtlMs, maxWaitMs } = this.settings;
     const started = performance.now();
@@ -116,6 +121,8 @@ export class ReplicaHerd {
         return this.unclaimed(waited, 'store_unavailable');
       }
       this.succeeded();
+      // Free after a wait that saw the claim go, but with no release remembered: it lapsed.
+      if (got === 'free' && lapsed) this.events.takenOver();
       if (got === 'free' || (got === 'released' && waited)) return this.held(key, owner, waited, miss.tenant);
       if (got === 'released') {
         // Taken, but another replica's call on it ended lately: its answer may have been stored
@@ -128,6 +135,7 @@ export class ReplicaHerd {
       }
       waited = true;
       const wait = await this.claims.released(key, Math.max(0, maxWaitMs - (performance.now() - started)), miss.tenant);
+      lapsed = wait === true;
       if (wait === QUEUED_ELSEWHERE) key = tenantClaimKey(shared, miss.tenant);
       const entry = await this.storedMeanwhile(miss, started, maxWaitMs);
       if (entry) return { kind: 'answered', entry };
@@ -152,6 +160,12 @@ export class ReplicaHerd {
       // A renewal that fails leaves the claim to lapse: another replica may then call too, no worse than without claims.
       void Promise.resolve()
         .then(() => this.claims.claim(key, owner, ttl))
+        .then((got) => {
+          if (got !== false || ended) return;
+          // Lapsed and taken by another replica: renewing is over, and operators hear of it.
+          clearInterval(renew);
+          this.events.lost();
+        })
         .catch(() => {});
     }, Math.max(1, Math.floor(ttl / 3)));
     renew.unref();

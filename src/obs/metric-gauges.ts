@@ -19,6 +19,8 @@ export interface StorageFacts {
   readonly databases: ReadonlyArray<{ database: string; writable: boolean; failures: number }>;
   /** Ledger rows not yet written: queued zero-credit rows, charged rows awaiting a retry, zero-credit rows dropped. */
   readonly ledger: { pending: number; retrying: number; dropped: number };
+  /** Times the replica's lease was found lapsed, since start; absent on the embedded backend. */
+  readonly leaseLosses?: number;
 }
 
 /** The gauges read at scrape time from `src()` (null until Metrics.watch connects it). */
@@ -110,6 +112,17 @@ function registerStorageMetrics(registers: Registry[], facts: () => StorageFacts
       if (!l) return;
       this.set({ kind: 'pending' }, l.pending);
       this.set({ kind: 'retrying' }, l.retrying);
+    },
+  });
+  let leaseLosses = 0;
+  new Counter({
+    name: 'tollgate_replica_lease_losses_total',
+    help: "Heartbeats that found this replica's lease lapsed (shared backend): its reservations may have been charged at their estimates by another replica.",
+    registers,
+    collect() {
+      const now = facts()?.leaseLosses ?? leaseLosses;
+      this.inc(now - leaseLosses);
+      leaseLosses = now;
     },
   });
   let dropped = 0;

@@ -1,5 +1,5 @@
 import type { Counter } from 'prom-client';
-import { UNCLAIMED_REASONS } from '../domain/herd.js';
+import { CLAIM_LAPSES, UNCLAIMED_REASONS } from '../domain/herd.js';
 import { ANONYMOUS_REFUSALS, CACHE_STATUSES, CLIENT_ERROR_REASONS, KEYED_REFUSALS, LIMITED_ENDPOINTS, LOOKUP_ENDPOINTS, PROVIDER_STATUSES, grid } from './metric-labels.js';
 
 /*
@@ -14,6 +14,7 @@ export interface SeededCounters {
   readonly coalesced: Counter;
   readonly clientErrors: Counter;
   readonly unclaimedCalls: Counter;
+  readonly claimLapses: Counter;
   readonly refused: Counter;
   readonly creditsSpent: Counter;
   readonly creditsSaved: Counter;
@@ -30,6 +31,7 @@ export function seedFixedSeries(c: SeededCounters, perKeyLabels: boolean): void 
   zero(c.coalesced, grid({ endpoint: LOOKUP_ENDPOINTS }));
   zero(c.clientErrors, grid({ reason: CLIENT_ERROR_REASONS }));
   zero(c.unclaimedCalls, grid({ reason: UNCLAIMED_REASONS }));
+  zero(c.claimLapses, grid({ role: CLAIM_LAPSES }));
   if (perKeyLabels) return;
   zero(c.refused, grid({ endpoint: LIMITED_ENDPOINTS, reason: [...KEYED_REFUSALS, ...ANONYMOUS_REFUSALS] }));
   zero(c.creditsSpent, grid({ endpoint: LIMITED_ENDPOINTS }));

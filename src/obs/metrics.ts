@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { endpointByPath } from '../domain/endpoints.js';
-import type { UnclaimedReason } from '../domain/herd.js';
+import type { ClaimLapse, UnclaimedReason } from '../domain/herd.js';
 import type { UpstreamObserver } from '../upstream/types.js';
 import { registerGauges, type MetricsSources } from './metric-gauges.js';
 import { BudgetMetrics } from './budget-metrics.js';
@@ -86,6 +86,7 @@ export class Metrics {
   private readonly refused;
   private readonly clientErrors;
   private readonly unclaimedCalls;
+  private readonly claimLapses;
 
   /** For UpstreamClient's deps: one observation per provider attempt, retries included. */
   readonly upstreamObserver: UpstreamObserver = {
@@ -171,6 +172,12 @@ export class Metrics {
       labelNames: ['reason'],
       registers,
     });
+    this.claimLapses = new Counter({
+      name: 'tollgate_herd_claim_lapses_total',
+      help: "Replicas' provider-call claims that lapsed unreleased, by role: taken_over (this replica took over another's: it died or could not renew) or lost (this replica's went to another mid-call).",
+      labelNames: ['role'],
+      registers,
+    });
     registerGauges(registers, () => this.sources);
     this.budgets = new BudgetMetrics(registers, opts.thresholds ?? []);
     this.seed();
@@ -206,6 +213,10 @@ export class Metrics {
     this.unclaimedCalls.inc({ reason });
   }
 
+  observeClaimLapse(lapse: ClaimLapse): void {
+    this.claimLapses.inc({ role: lapse });
+  }
+
   observeClientError(code: string): void {
     this.clientErrors.inc({ reason: code.toLowerCase() });
   }
@@ -236,8 +247,8 @@ export class Metrics {
 
   /** Every series whose labels are known in advance, from 0 (metric-seed.ts); with per-key labels, the anonymous refusals too. */
   private seed(): void {
-    const { requests, upstreamRequests, coalesced, clientErrors, unclaimedCalls, refused, creditsSpent, creditsSaved } = this;
-    seedFixedSeries({ requests, upstreamRequests, coalesced, clientErrors, unclaimedCalls, refused, creditsSpent, creditsSaved }, this.opts.perKeyLabels);
+    const { requests, upstreamRequests, coalesced, clientErrors, unclaimedCalls, claimLapses, refused, creditsSpent, creditsSaved } = this;
+    seedFixedSeries({ requests, upstreamRequests, coalesced, clientErrors, unclaimedCalls, claimLapses, refused, creditsSpent, creditsSaved }, this.opts.perKeyLabels);
     if (this.opts.perKeyLabels) this.keyLabels(undefined);
   }
 }

@@ -17,6 +17,8 @@ export interface StorageHealth {
 export interface StorageGauges {
   readonly databases: ReadonlyArray<{ database: string; writable: boolean; failures: number }>;
   readonly ledger: LedgerBacklog;
+  /** Times this replica's lease was found lapsed (its reservations may have been charged by another); absent without a lease. */
+  readonly leaseLosses?: number;
 }
 
 /** One backend: every port, with its lifecycle. Made by store/open.ts from the configuration. */

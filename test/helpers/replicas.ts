@@ -73,6 +73,7 @@ export async function startReplicas(opts: { claims: readonly CallClaims[]; herd?
       addresses: new WindowCounters(clock),
       herd: opts.herd,
       onUnclaimedCall: (reason) => replicaMetrics.observeUnclaimedCall(reason),
+      onClaimLapse: (lapse) => replicaMetrics.observeClaimLapse(lapse),
     });
     const server = buildServer({
       config,

@@ -168,6 +168,7 @@ describe('PostgreSQL replica leases', () => {
     proxy.restore();
     await eventually(() => cutOff.lease.healthy(), (ok) => ok, 2 * LEASE_MS);
     expect(cutOff.lost).toBe(1);
+    expect(cutOff.lease.losses()).toBe(1); // what tollgate_replica_lease_losses_total reads
     await cutOff.ledger.flush();
     await cutOff.ledger.record(row('key_a', T0, { requestId: dearer!, cache: 'MISS', credits: 9 }));
     await cutOff.ledger.record(row('key_a', T0, { requestId: dearer!, cache: 'MISS', credits: 9 }));

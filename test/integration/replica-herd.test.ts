@@ -28,7 +28,7 @@ afterEach(async () => {
 });
 
 /** Two replicas whose claims live in the machine's Redis under a fresh prefix (each its own connection). */
-async function twoReplicas(deadlineMs?: number, herdSettings: Partial<HerdSettings> = {}): Promise<{ r: Replicas; claims: RedisCallClaims[]; clients: RedisClientType[] }> {
+async function twoReplicas(deadlineMs?: number, herdSettings: Partial<HerdSettings> = {}): Promise<{ r: Replicas; claims: RedisCallClaims[]; clients: RedisClientType[]; prefix: string }> {
   const keys = freshPrefix();
   ends.push(() => keys.drop());
   const claims: RedisCallClaims[] = [];
@@ -45,7 +45,7 @@ async function twoReplicas(deadlineMs?: number, herdSettings: Partial<HerdSettin
   }
   const r = await startReplicas({ claims, herd: { claimTtlMs: TTL, ...herdSettings }, deadlineMs });
   ends.push(() => r.close());
-  return { r, claims, clients };
+  return { r, claims, clients, prefix: keys.prefix };
 }
 
 /** `n` identical lookups at once, alternating between the replicas. */
@@ -113,6 +113,24 @@ describe('a leader that dies mid-call', () => {
     expect(answers.filter((a) => !collapsed(a))).toHaveLength(1);
     expect(ms).toBeGreaterThanOrEqual(TTL - 150);
     expect(ms).toBeLessThan(TTL + 1_500);
+    // The replica that called took the lapsed claim over; the other was answered by its call.
+    const takenOver = await Promise.all([0, 1].map(async (i) => counterValue(await r.metrics(i), 'tollgate_herd_claim_lapses_total', 'taken_over', 'role')));
+    expect(takenOver[0]! + takenOver[1]!).toBe(1);
+  });
+
+  it("a leader whose claim lapsed and went to another mid-call: the metric counts the loss, and its end leaves the other's claim alone", async () => {
+    const { r, claims, clients, prefix } = await twoReplicas(5_000);
+    r.sim.inject({ fault: { kind: 'latency', ms: 2 * TTL }, times: 1 });
+    const slow = r.get(0, '/v1/company?org_id=34');
+    const key = companyClaim('34');
+    await waitFor(async () => (await clients[1]!.exists(`${prefix}claim:${key}`)) === 1);
+    // As if replica 0's claim had lapsed (a pause longer than the ttl) and another replica took it: at once, before a renewal.
+    await clients[1]!.multi().del(`${prefix}claim:${key}`).set(`${prefix}claim:${key}`, 'another-replica', { PX: 10_000 }).exec();
+    await waitFor(async () => counterValue(await r.metrics(0), 'tollgate_herd_claim_lapses_total', 'lost', 'role') === 1);
+    expect((await slow).status).toBe(200);
+    // Its call's end left the other owner's claim alone.
+    expect(await claims[1]!.claim(key, 'a-third-replica', 10_000)).toBe(false);
+    expect(counterValue(await r.metrics(1), 'tollgate_herd_claim_lapses_total', 'lost', 'role')).toBe(0);
   });
 
   it("a replica cut off mid-call stops renewing its claim: the other replica's herd calls after the ttl, long before the stuck call's deadline", async () => {
@@ -220,8 +238,17 @@ async function connectWithin(client: RedisClientType, ms: number): Promise<void>
   }
 }
 
-function counterValue(exposition: string, name: string, reason: string): number {
-  const line = exposition.split('\n').find((l) => l.startsWith(`${name}{reason="${reason}"}`));
-  if (!line) throw new Error(`${name}{reason="${reason}"} not exported`);
+function counterValue(exposition: string, name: string, value: string, label = 'reason'): number {
+  const line = exposition.split('\n').find((l) => l.startsWith(`${name}{${label}="${value}"}`));
+  if (!line) throw new Error(`${name}{${label}="${value}"} not exported`);
   return Number(line.split(' ').pop());
+}
+
+/** Poll `cond` until it holds; fails after 5 s. */
+async function waitFor(cond: () => Promise<boolean>): Promise<void> {
+  const until = performance.now() + 5_000;
+  while (!(await cond())) {
+    if (performance.now() > until) throw new Error('condition not met within 5 s');
+    await new Promise((res) => setTimeout(res, 25));
+  }
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { profile, startCluster, type Cluster, type Reply } from '../helpers/replica-processes.js';
+import { find, parseSamples, total } from '../helpers/prom.js';
+import { call, profile, startCluster, type Cluster, type Reply } from '../helpers/replica-processes.js';
 
 /**
  * One herd call across three `serve` processes (issue #13, guarantee 4): identical misses
@@ -73,5 +74,10 @@ describe('one herd call across replicas', () => {
     // The dead leader's call, then one more by the replica that took over: not one per replica.
     expect(c.sim.callCount() - before).toBe(2);
     expect(new Set(replies.map(dataOf)).size).toBe(1);
+    // Operators see it: one claim taken over (by whichever survivor called), no lease lost.
+    const scrapes = await Promise.all([1, 2].map(async (i) => parseSamples(String((await call(`${c.replicas[i]!.url}/metrics`, 'GET')).json))));
+    expect(scrapes.map((s) => total(s, 'tollgate_herd_claim_lapses_total', { role: 'taken_over' })).reduce((a, b) => a + b)).toBe(1);
+    expect(scrapes.map((s) => total(s, 'tollgate_herd_claim_lapses_total', { role: 'lost' }))).toEqual([0, 0]);
+    expect(scrapes.map((s) => find(s, 'tollgate_replica_lease_losses_total').map((x) => x.value))).toEqual([[0], [0]]);
   }, 40_000);
 });

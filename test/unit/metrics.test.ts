@@ -128,7 +128,30 @@ describe('Metrics', () => {
     expect(zeros('tollgate_http_requests_total', { endpoint: 'profile', status: '200', cache: 'hit' })).toBe(1);
     expect(zeros('tollgate_coalesced_requests_total')).toBe(4);
     expect(zeros('tollgate_http_client_errors_total')).toBe(3);
+    expect(zeros('tollgate_herd_claim_lapses_total')).toBe(2);
     expect(total(s, 'tollgate_refused_requests_total') + total(s, 'tollgate_http_requests_total')).toBe(0);
+  });
+
+  // Operators alert on them (deploy/prometheus/alerts.yml): a replica that died mid-call, or one
+  // whose claims or lease lapse while it lives (both may then call, or charge, twice).
+  it('counts herd claims taken over and lost, and lease losses read from the storage, from 0', async () => {
+    const m = new Metrics({ perKeyLabels: true, defaultMetrics: false });
+    let leaseLosses = 0;
+    m.watch({ ...sources(), storage: () => ({ databases: [], ledger: { pending: 0, retrying: 0, dropped: 0 }, leaseLosses }) });
+    let s = await scrape(m);
+    expect(find(s, 'tollgate_herd_claim_lapses_total').map((x) => `${x.labels.role} ${x.value}`).sort()).toEqual(['lost 0', 'taken_over 0']);
+    expect(total(s, 'tollgate_replica_lease_losses_total')).toBe(0);
+    expect(find(s, 'tollgate_replica_lease_losses_total')).toHaveLength(1);
+    m.observeClaimLapse('taken_over');
+    m.observeClaimLapse('taken_over');
+    m.observeClaimLapse('lost');
+    leaseLosses = 2;
+    s = await scrape(m);
+    expect(total(s, 'tollgate_herd_claim_lapses_total', { role: 'taken_over' })).toBe(2);
+    expect(total(s, 'tollgate_herd_claim_lapses_total', { role: 'lost' })).toBe(1);
+    expect(total(s, 'tollgate_replica_lease_losses_total')).toBe(2);
+    leaseLosses = 3;
+    expect(total(await scrape(m), 'tollgate_replica_lease_losses_total')).toBe(3);
   });
 
   it("a key's refusal series start at 0 when it is first seen, or at startup for stored keys", async () => {

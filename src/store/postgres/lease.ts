@@ -42,6 +42,8 @@ export class ReplicaLease {
   private renewedAt: number | null = null;
   private lastFailed = false;
   private stopped = false;
+  /** Heartbeats that found the lease lapsed, since start (metrics: tollgate_replica_lease_losses_total). */
+  private lost = 0;
 
   private constructor(
     private readonly pool: Pool,
@@ -53,6 +55,11 @@ export class ReplicaLease {
     if (!(this.heartbeatMs > 0 && this.leaseMs >= 2 * this.heartbeatMs)) {
       throw new Error(`a lease of ${this.leaseMs} ms needs at least two heartbeats (every ${this.heartbeatMs} ms) to survive one lost`);
     }
+  }
+
+  /** How many times a heartbeat found the lease lapsed, since start. */
+  losses(): number {
+    return this.lost;
   }
 
   /** Register the replica and start heartbeating (on a timer that keeps no process alive). */
@@ -117,6 +124,7 @@ export class ReplicaLease {
         // Expired, or deleted by a recovery: the calls in flight may have been charged at their
         // estimates. Registered again, the replica goes on; its ledger rows replace those charges.
         this.opts.log?.warn({ replica: this.id, lease_ms: this.leaseMs }, 'replica lease had lapsed; its reservations may have been charged by another replica');
+        this.lost++;
         this.opts.onLost?.();
         await this.register(false);
       }

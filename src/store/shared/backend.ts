@@ -87,6 +87,7 @@ export class SharedBackend implements StorageBackend {
         { database: 'redis', writable: this.rates.reachable, failures: this.rates.fallbacks },
       ],
       ledger: this.ledger.backlog(),
+      leaseLosses: this.parts.lease?.losses() ?? 0,
     };
   }
 
