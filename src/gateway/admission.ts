@@ -1,8 +1,9 @@
 import { addressGroup } from '../domain/address-group.js';
 import { failure, type Failure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
-import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
+import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, resetSeconds, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
 import { isPromise, type Keys, type LastUsed, type MaybePromise, type RateCounters } from '../store/ports.js';
+import { isStorageError, StorageUnavailable } from '../store/write-gate.js';
 import { authenticate, type Refused } from './auth.js';
 
 /**
@@ -78,7 +79,23 @@ export class Admission {
     // A key over its limit would have every refused request read the store ahead for nothing:
     // until its refusal's Retry-After has passed, its requests wait for the check first.
     if (whileCounting && !((this.refusedUntil.get(key.id) ?? 0) > now)) whileCounting(key);
-    return taken.then((t) => this.rated(key, t, now));
+    return taken.then(
+      (t) => this.rated(key, t, now),
+      (err: unknown) => this.uncounted(key, err, now),
+    );
+  }
+
+  /**
+   * The key's rate could not be counted and it may not pass uncounted (`limits.onStoreFailure:
+   * closed`): 503, with the key's own rate fields (remaining 0 until the Retry-After), not the
+   * failed-key limiter's, which said the key had 29 of 30 left and nothing about it. Keyed, so
+   * the request has its ledger row like any refusal of a known key.
+   */
+  private uncounted(key: ApiKey, err: unknown, now: number): Admitted {
+    if (!isStorageError(err)) throw err;
+    const retryAfter = err instanceof StorageUnavailable ? Math.max(1, Math.ceil(err.retryInMs / 1000)) : 1;
+    const states = this.policiesOf(key).map((policy) => ({ policy, remaining: policy.enforced ? 0 : 1, reset: policy.enforced ? retryAfter : resetSeconds(policy, now) }));
+    return { key, refusal: failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retryAfter) }), headers: rateHeaders(states) };
   }
 
   /** The key's rate decision: counted when taken, refused (429) with the counts as they stand otherwise. */

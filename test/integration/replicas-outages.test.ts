@@ -80,6 +80,13 @@ describe('Redis down', () => {
     const refused = await c.get(2, profile('redis-hot'), twoPerMinute.secret);
     expect(summary(refused)).toBe('503 STORAGE_UNAVAILABLE');
     expect(header(refused, 'retry-after')).toBe('1');
+    // The key's own rate fields, none left until the Retry-After (before: the failed-key limiter's, 30 with 29 left).
+    expect(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'].map((h) => header(refused, h))).toEqual(['2', '0', '1']);
+    // A refusal of a known key, counted in its usage like its 429s: the 8 answers of replicas 0 and 1, and this one (before: 8).
+    await until('the refusal is counted in the key\'s usage', 10_000, async () => {
+      const rows = (await c.admin(0, 'GET', '/usage?by=key')).json.rows as Array<{ id: string; requests: number }>;
+      return rows.find((r) => r.id === twoPerMinute.id)?.requests === 9 ? true : undefined;
+    }, 250);
 
     await redis.start();
     await Promise.all(ALL.map((i) => until(`replica ${i} reaches Redis again`, 5_000, async () => ((await readyz(c, i)).json.checks.redis === 'ok' ? true : undefined), 100)));
