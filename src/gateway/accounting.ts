@@ -4,7 +4,7 @@ import type { ApiKey } from '../domain/keys.js';
 import { isTeamScope, TEAM_SCOPE_PREFIX, teamScope } from '../domain/teams.js';
 import type { LedgerRow } from '../domain/ledger.js';
 import { isPromise, type Credits, type Ledger, type MaybePromise, type RefusingBudget, type ScopeBudgets } from '../store/ports.js';
-import { isStorageError, StorageUnavailable } from '../store/write-gate.js';
+import { isStorageError, retryAfterSeconds } from '../store/write-gate.js';
 
 export interface AccountingOptions {
   /** Estimated cost of one provider call per endpoint name (and `passthrough`). */
@@ -81,8 +81,7 @@ export class Accounting {
   private unwritable(err: unknown): Failure {
     if (!isStorageError(err)) throw err;
     this.opts.onReserveError?.(err as Error);
-    const retry = err instanceof StorageUnavailable ? Math.max(1, Math.ceil(err.retryInMs / 1000)) : 1;
-    return failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retry) });
+    return failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retryAfterSeconds(err)) });
   }
 
   /** The estimate `requestId` holds, or null when it reserved nothing. */

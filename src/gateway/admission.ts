@@ -3,7 +3,7 @@ import { failure, type Failure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
 import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, resetSeconds, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
 import { isPromise, type Keys, type LastUsed, type MaybePromise, type RateCounters } from '../store/ports.js';
-import { isStorageError, StorageUnavailable } from '../store/write-gate.js';
+import { isStorageError, retryAfterSeconds } from '../store/write-gate.js';
 import { authenticate, type Refused } from './auth.js';
 
 /**
@@ -93,7 +93,7 @@ export class Admission {
    */
   private uncounted(key: ApiKey, err: unknown, now: number): Admitted {
     if (!isStorageError(err)) throw err;
-    const retryAfter = err instanceof StorageUnavailable ? Math.max(1, Math.ceil(err.retryInMs / 1000)) : 1;
+    const retryAfter = retryAfterSeconds(err);
     const states = this.policiesOf(key).map((policy) => ({ policy, remaining: policy.enforced ? 0 : 1, reset: policy.enforced ? retryAfter : resetSeconds(policy, now) }));
     return { key, refusal: failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retryAfter) }), headers: rateHeaders(states) };
   }

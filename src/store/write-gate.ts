@@ -19,6 +19,11 @@ export class StorageUnavailable extends Error {
   }
 }
 
+/** The Retry-After, in whole seconds (at least 1), of a storage failure: a shut gate's own wait, 1 s for any other. */
+export function retryAfterSeconds(err: unknown): number {
+  return err instanceof StorageUnavailable ? Math.max(1, Math.ceil(err.retryInMs / 1000)) : 1;
+}
+
 export interface WriteGateState {
   readonly ok: boolean;
   /** Failed writes since the gate was made (refusals while shut not included). */

@@ -100,7 +100,8 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     await migrate(pool, undefined, origin === null ? {} : { cacheOrigin: origin });
     redis = await openRedis(redisUrl, log);
     changes = await PgChangeFeed.open(databaseUrl, { log });
-    if (leasePool) lease = await ReplicaLease.start(leasePool, { log, onLost: () => log?.warn({}, 'this replica\'s lease had lapsed; its reservations may have been charged at their estimates') });
+    // The lease logs a lapse itself, and counts it (tollgate_replica_lease_losses_total).
+    if (leasePool) lease = await ReplicaLease.start(leasePool, { log });
     const audit = new PgAudit(pool, clock);
     const table = new PgKeys(pool, clock, audit);
     // A command reserves nothing: it needs no lease, only an owner name no replica has.
