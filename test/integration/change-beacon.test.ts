@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, openRedis, type RedisClientType } from '../../src/store/redis/client.js';
+import { ChangeStamps } from '../../src/store/change-stamps.js';
 import { RedisChangeBeacon } from '../../src/store/redis/change-beacon.js';
 import type { ChangeTopic } from '../../src/store/ports.js';
 import { netPartition, type Partition } from '../helpers/net-partition.js';
@@ -23,7 +24,7 @@ beforeAll(async () => {
   relayed = await openRedis(net.through(REDIS), undefined, { everyMs: 200, timeoutMs: 300 });
 });
 afterAll(async () => {
-  await direct?.del([`${prefix}changed:keys`, `${prefix}changed:cache`]);
+  await direct?.del(['keys', 'cache'].flatMap((t) => [`${prefix}changed:${t}`, `${prefix}changed:${t}:stamps`]));
   if (direct) closeRedis(direct);
   if (relayed) closeRedis(relayed);
   await net?.close();
@@ -86,4 +87,26 @@ describe('the change beacon', () => {
       net.restore('resume');
     }
   }, 10_000);
+
+  it('a move carries the stamps of the writes it announces, so a listener can tell whether it heard them', async () => {
+    const stamps = new ChangeStamps();
+    const writer = new RedisChangeBeacon(direct, prefix, null, { stamps });
+    const heard: Array<[ChangeTopic, string[] | null]> = [];
+    const beacon = new RedisChangeBeacon(direct, prefix, (t, s) => heard.push([t, s]), { everyMs: 50 });
+    try {
+      await sleep(200);
+      const a = stamps.next('keys');
+      const b = stamps.next('keys');
+      await writer.announce('keys');
+      await sleep(200);
+      expect(heard).toEqual([['keys', [a, b]]]);
+      // A move that names no write (an earlier version's, or a purge that wrote nothing) cannot be vouched for.
+      await writer.announce('cache');
+      await sleep(200);
+      expect(heard).toEqual([['keys', [a, b]], ['cache', null]]);
+    } finally {
+      beacon.close();
+    }
+  });
 });
+

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { CHANGES_CHANNEL, PgChangeFeed } from '../../src/store/postgres/change-feed.js';
+import { CHANGES_CHANNEL, PgChangeFeed, stampPayload } from '../../src/store/postgres/change-feed.js';
 import { inTransaction, openPool } from '../../src/store/postgres/pool.js';
 import type { FailoverPool } from '../../src/store/postgres/failover-pool.js';
 import { isStorageError } from '../../src/store/write-gate.js';
@@ -127,6 +127,38 @@ describe('the change feed cut off from PostgreSQL', () => {
       await notify('cache:after');
       await until('a notification after the partition', 2_000, () => heard.includes('cache:after'));
     } finally {
+      await feed.close();
+    }
+  }, 15_000);
+
+  it('told of a change through Redis while cut off, forgets nothing when it heard the change\'s stamp, and everything of the topic when it did not', async () => {
+    const feed = await PgChangeFeed.open(net.through(db.url), { checkEveryMs: 60_000 });
+    const heard: string[] = [];
+    feed.onChange((c) => heard.push(`${c.topic}:${c.key ?? '*'}`));
+    try {
+      // A write's change and its stamp, in one transaction (as postgres/keys.ts sends them).
+      const writer = openPool(db.url, { max: 1 });
+      await inTransaction(writer, async (c) => {
+        await c.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, 'keys']);
+        await c.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, stampPayload('writer.1')]);
+      });
+      await writer.end();
+      for (let i = 0; i < 100 && !heard.includes('keys:*'); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(heard).toEqual(['keys:*']);
+      heard.length = 0;
+
+      net.cut('blackhole');
+      // Its listening connection cannot answer now; the stamp says the change was heard.
+      feed.heardElsewhere('keys', ['writer.1']);
+      await new Promise((r) => setTimeout(r, 1_300));
+      expect(heard).toEqual([]);
+      // A change it did not hear (and one that names no write) makes it forget the topic.
+      feed.heardElsewhere('keys', ['writer.1', 'writer.2']);
+      feed.heardElsewhere('cache', null);
+      await new Promise((r) => setTimeout(r, 1_300));
+      expect(heard.sort()).toEqual(['cache:*', 'keys:*']);
+    } finally {
+      net.restore('resume');
       await feed.close();
     }
   }, 15_000);

@@ -3,7 +3,8 @@ import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEnt
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
-import { changePayload, NOTIFY_SQL } from './change-feed.js';
+import { ChangeStamps } from '../change-stamps.js';
+import { changePayload, NOTIFY_SQL, stampPayload } from './change-feed.js';
 import { GET, PUT, sizeOf, toEntry, type Row } from './cache-rows.js';
 import { inTransaction } from './pool.js';
 
@@ -28,10 +29,11 @@ export class PgResponseCache implements ResponseCache {
     private readonly pool: Pool,
     /** The upstream this replica's answers come from (cacheOriginIdentity): it reads only entries stored from it. */
     private readonly origin: string,
+    private readonly stamps: ChangeStamps,
   ) {}
 
-  static async open(pool: Pool, origin: string): Promise<PgResponseCache> {
-    const c = new PgResponseCache(pool, origin);
+  static async open(pool: Pool, origin: string, stamps: ChangeStamps = new ChangeStamps()): Promise<PgResponseCache> {
+    const c = new PgResponseCache(pool, origin, stamps);
     await c.refreshTotals();
     return c;
   }
@@ -193,6 +195,7 @@ export class PgResponseCache implements ResponseCache {
       if (n > 0) {
         await this.moveTotals(c, -r.rows.reduce((a, x) => a + Number(x.size), 0), -n);
         await c.query(NOTIFY_SQL, [changePayload('cache')]);
+        await c.query(NOTIFY_SQL, [stampPayload(this.stamps.next('cache'))]);
       }
     });
     return n;

@@ -26,6 +26,19 @@ export function changePayload(topic: ChangeTopic, key?: string): string {
   return Buffer.byteLength(p) <= MAX_PAYLOAD ? p : topic;
 }
 
+/**
+ * The payload naming a write (store/change-stamps.ts), sent in the write's transaction beside
+ * its change: heard together with it, since a transaction's notifications arrive together at
+ * its commit. Its own payload, not a suffix of the change's: a replica of an earlier version
+ * ignores a topic it does not know, and still reads the change's payload as it always did.
+ */
+export function stampPayload(stamp: string): string {
+  return `stamp:${stamp}`;
+}
+
+/** Stamps heard lately, to answer heardElsewhere: far more than announces carry between two reads of the counters. */
+const HEARD_STAMPS_MAX = 4_096;
+
 /** What changed: one key of a topic, or (key null) anything in it. */
 export type Change = { readonly topic: ChangeTopic; readonly key: string | null };
 
@@ -49,6 +62,8 @@ export class PgChangeFeed implements ChangeFeed {
   private readonly listeners = new Map<ChangeTopic, Set<() => void>>();
   private readonly keyed = new Set<(c: Change) => void>();
   private readonly changed = new Set<ChangeTopic>();
+  /** Stamps of writes whose notifications were heard, oldest first (a Set keeps insertion order). */
+  private readonly stamps = new Set<string>();
   private readonly timer: NodeJS.Timeout;
   private readonly checker: NodeJS.Timeout;
   private checking = false;
@@ -97,20 +112,26 @@ export class PgChangeFeed implements ChangeFeed {
 
   /**
    * `topic` changed, as heard another way (redis/change-beacon.ts, for a replica cut off from
-   * PostgreSQL alone). The listening connection is asked whether it is alive: PostgreSQL sends a
+   * PostgreSQL alone), by the writes `stamps` names (null: writes it cannot name).
+   *
+   * When every stamp was heard here, so were the changes: nothing to forget, even if the
+   * database went away just after (it is then often the case that it cannot be read again).
+   * Otherwise the listening connection is asked whether it is alive: PostgreSQL sends a
    * listening session the notifications committed before a query ahead of its answer, so an
-   * answer means the change's NOTIFY was heard already, and nothing is forgotten twice (which
-   * would also drop, a moment later, what a PostgreSQL outage then could not read again). No
-   * answer within CONFIRM_MS, or no connection: its listeners forget everything of the topic.
+   * answer means the NOTIFY was heard already, and nothing is forgotten twice. No answer within
+   * CONFIRM_MS, or no connection: its listeners forget everything of the topic.
    */
-  heardElsewhere(topic: ChangeTopic): void {
+  heardElsewhere(topic: ChangeTopic, stamps: readonly string[] | null = null): void {
+    const heardAll = () => stamps !== null && stamps.length > 0 && stamps.every((s) => this.stamps.has(s));
+    if (heardAll()) return;
     const client = this.client;
     if (!client) return this.heard(topic);
     let decided = false;
     const forget = () => {
       if (decided) return;
       decided = true;
-      this.heard(topic);
+      // The notifications a dying connection delivered before its error were read before it.
+      if (!heardAll()) this.heard(topic);
     };
     const timer = setTimeout(forget, CONFIRM_MS);
     timer.unref();
@@ -201,10 +222,16 @@ export class PgChangeFeed implements ChangeFeed {
   private heard(payload: string): void {
     const colon = payload.indexOf(':');
     const topic = colon < 0 ? payload : payload.slice(0, colon);
+    if (topic === 'stamp' && colon > 0) return this.heardStamp(payload.slice(colon + 1));
     if (topic !== 'keys' && topic !== 'cache') return;
     this.changed.add(topic);
     const change: Change = { topic, key: colon < 0 ? null : payload.slice(colon + 1) };
     for (const l of this.keyed) l(change);
+  }
+
+  private heardStamp(stamp: string): void {
+    if (this.stamps.size >= HEARD_STAMPS_MAX) this.stamps.delete(this.stamps.values().next().value!);
+    this.stamps.add(stamp);
   }
 
   private announce(): void {

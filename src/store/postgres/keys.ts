@@ -4,7 +4,8 @@ import type { Clock } from '../../domain/clock.js';
 import { hashSecret, newKeyId, newSecret, PREFIX_CHARS, type ApiKey, type FoundKey, type KeyPatch, type NewKey } from '../../domain/keys.js';
 import type { Keys } from '../ports.js';
 import type { PgAudit } from './audit.js';
-import { CHANGES_CHANNEL } from './change-feed.js';
+import { ChangeStamps } from '../change-stamps.js';
+import { CHANGES_CHANNEL, stampPayload } from './change-feed.js';
 import { inTransaction } from './pool.js';
 
 interface Row {
@@ -45,6 +46,7 @@ export class PgKeys implements Keys {
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly audit: PgAudit | null = null,
+    private readonly stamps: ChangeStamps = new ChangeStamps(),
   ) {}
 
   async findBySecret(secret: string): Promise<FoundKey | null> {
@@ -163,7 +165,11 @@ export class PgKeys implements Keys {
    * the same statement: the notification is sent exactly when the change commits.
    */
   private async writing(on: Pool | PoolClient, sql: string, params: unknown[]): Promise<Row[]> {
-    const r = await on.query<Row>(`WITH w AS (${sql}) SELECT w.*, pg_notify('${CHANGES_CHANNEL}', 'keys') AS notified FROM w`, params);
+    const stamp = stampPayload(this.stamps.next('keys'));
+    const r = await on.query<Row>(
+      `WITH w AS (${sql}) SELECT w.*, pg_notify('${CHANGES_CHANNEL}', 'keys') AS notified, pg_notify('${CHANGES_CHANNEL}', $${params.length + 1}) AS stamped FROM w`,
+      [...params, stamp],
+    );
     return r.rows;
   }
 }

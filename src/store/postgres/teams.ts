@@ -1,13 +1,14 @@
 import type { Pool, PoolClient } from 'pg';
-
-type Queryable = Pool | PoolClient;
 import { keyTeamChange, teamChange, teamDeletion } from '../../domain/audit.js';
 import type { Clock } from '../../domain/clock.js';
 import type { Team, TeamDeletion, TeamKeysOnDelete } from '../../domain/teams.js';
 import type { Teams } from '../ports.js';
 import type { PgAudit } from './audit.js';
-import { CHANGES_CHANNEL } from './change-feed.js';
+import { ChangeStamps } from '../change-stamps.js';
+import { NOTIFY_SQL, stampPayload } from './change-feed.js';
 import { inTransaction } from './pool.js';
+
+type Queryable = Pool | PoolClient;
 
 interface Row {
   name: string;
@@ -31,6 +32,7 @@ export class PgTeams implements Teams {
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly audit: PgAudit | null = null,
+    private readonly stamps: ChangeStamps = new ChangeStamps(),
   ) {}
 
   async list(): Promise<Team[]> {
@@ -56,7 +58,7 @@ export class PgTeams implements Teams {
          ON CONFLICT (name) DO UPDATE SET credits = excluded.credits, updated_at = excluded.updated_at RETURNING *`,
         [name, credits, before?.createdAt ?? now, now],
       );
-      await c.query(`SELECT pg_notify('${CHANGES_CHANNEL}', 'keys')`);
+      await this.notifyKeys(c);
       if (actor !== undefined && this.audit) await this.audit.insert(c, teamChange(actor, name, before, { credits }));
       return toTeam(r.rows[0]!);
     });
@@ -74,13 +76,19 @@ export class PgTeams implements Teams {
       if (to !== null && (to === name || !(await this.getIn(c, to)))) return { deleted: false, reason: 'no_target' };
       if (ids.length > 0) await c.query('UPDATE api_keys SET owner = $1, updated_at = $2 WHERE owner = $3', [to, this.clock.now(), name]);
       await c.query('DELETE FROM teams WHERE name = $1', [name]);
-      await c.query(`SELECT pg_notify('${CHANGES_CHANNEL}', 'keys')`);
+      await this.notifyKeys(c);
       if (actor !== undefined && this.audit) {
         for (const id of ids) await this.audit.insert(c, keyTeamChange(actor, id, name, to));
         await this.audit.insert(c, teamDeletion(actor, name, { credits: team.credits, keys: ids }));
       }
       return { deleted: true, team, keys: ids };
     });
+  }
+
+  /** Inside the change's transaction: every replica reads its keys (and their teams' budgets) again. */
+  private async notifyKeys(c: PoolClient): Promise<void> {
+    await c.query(NOTIFY_SQL, ['keys']);
+    await c.query(NOTIFY_SQL, [stampPayload(this.stamps.next('keys'))]);
   }
 
   private async getIn(c: Queryable, name: string): Promise<Team | null> {

@@ -2,6 +2,7 @@ import type { Config } from '../../config.js';
 import { cacheOriginIdentity } from '../../domain/cache-origin.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import type { BackendOptions, StorageLog } from '../backend.js';
+import { ChangeStamps } from '../change-stamps.js';
 import { LastUsedBatcher } from '../last-used.js';
 import type { Teams } from '../ports.js';
 import { PgAudit } from '../postgres/audit.js';
@@ -103,7 +104,9 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     // The lease logs a lapse itself, and counts it (tollgate_replica_lease_losses_total).
     if (leasePool) lease = await ReplicaLease.start(leasePool, { log });
     const audit = new PgAudit(pool, clock);
-    const table = new PgKeys(pool, clock, audit);
+    // Names this process's writes, so that a replica told of them through Redis knows whether it heard them already.
+    const stamps = new ChangeStamps();
+    const table = new PgKeys(pool, clock, audit, stamps);
     // A command reserves nothing: it needs no lease, only an owner name no replica has.
     const credits = lease ? new PgCredits(pool, lease.id, lease) : new PgCredits(pool, `cli-${process.pid}`);
     const ledger = new PgLedger(pool, credits, lease ? { leaseMs: lease.leaseMs } : {});
@@ -114,13 +117,13 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     const prefix = opts.redisPrefix ?? redisPrefixOf(databaseUrl);
     const feed = changes;
     // A command announces its changes; a server also listens for them (for when it is cut off from PostgreSQL alone).
-    const announced = (beacon = new RedisChangeBeacon(redis, prefix, server ? (topic) => feed.heardElsewhere(topic) : null, { log }));
-    const cache = new RememberedCache(await PgResponseCache.open(cachePool, origin ?? ''), changes, server ? config.cache.memoryMaxBytes : 0, () => announced.announce('cache'));
+    const announced = (beacon = new RedisChangeBeacon(redis, prefix, server ? (topic, moved) => feed.heardElsewhere(topic, moved) : null, { log, stamps }));
+    const cache = new RememberedCache(await PgResponseCache.open(cachePool, origin ?? '', stamps), changes, server ? config.cache.memoryMaxBytes : 0, () => announced.announce('cache'));
     const rates = new FallbackRateCounters(new RedisRateCounters(redis, prefix), config.limits.onStoreFailure, clock, log);
     const claims = new RedisCallClaims(redis, prefix);
     const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });
     const keys = new RememberedKeys(table, changes, () => announced.announce('keys'));
-    const teams = rememberedTeams(new PgTeams(pool, clock, audit), keys);
+    const teams = rememberedTeams(new PgTeams(pool, clock, audit, stamps), keys);
     const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
     return { pool, leasePool, cachePool, redis, lease, recovery, retention, changes, beacon, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, redisPrefix: prefix, log, server };
   } catch (err) {
