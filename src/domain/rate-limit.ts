@@ -80,6 +80,17 @@ export function windowStart(p: RatePolicy, now: number): number {
   return now - (((now % p.windowMs) + p.windowMs) % p.windowMs);
 }
 
+/**
+ * Whether a counted window that starts at `start` is the window `now` falls in, so its count
+ * applies. One that ended is not; nor is one that starts later, which a wall clock stepped back
+ * (an NTP correction) leaves behind: kept, it would refuse a key, or count it on, until real time
+ * caught up with it. Counting then starts afresh in now's window, as the Redis counters do,
+ * whose keys are window starts (store/redis/rate-counters.ts).
+ */
+export function isCurrentWindow(p: RatePolicy, start: number, now: number): boolean {
+  return start === windowStart(p, now);
+}
+
 /** Whole seconds until the current window ends; ≥ 1, and waiting it always lands in a new window. */
 export function resetSeconds(p: RatePolicy, now: number): number {
   return Math.max(1, Math.ceil((windowStart(p, now) + p.windowMs - now) / S));

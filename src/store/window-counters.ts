@@ -1,5 +1,5 @@
 import type { Clock } from '../domain/clock.js';
-import { rateDecision, windowStart, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
+import { isCurrentWindow, rateDecision, windowStart, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
 import type { RateCounters } from './ports.js';
 
 /** One fixed window's count, reset in place when the next window begins. */
@@ -90,8 +90,9 @@ export class WindowCounters implements RateCounters {
       if (row) byLength.set(windowMs, (w = { scope, windowMs, start: row.start, count: row.count }));
     }
     if (!w) byLength.set(windowMs, (w = { scope, windowMs, start, count: 0 }));
-    // A new window begins. A fake or adjusted clock may move backwards: a window from the future is kept.
-    else if (w.start < start) {
+    // A new window begins, after the last one or before it (the clock stepped back): one window
+    // per scope and length is kept, so a later window's count is then forgotten.
+    else if (!isCurrentWindow(policy, w.start, now)) {
       w.start = start;
       w.count = 0;
     }

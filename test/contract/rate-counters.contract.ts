@@ -74,6 +74,29 @@ export function rateCountersContract(factory: BackendFactory): void {
       expect((await next.counts('key_d', [hour, day], T0 + HOUR, true)).map((c) => c.count)).toEqual([0, 4]);
     });
 
+    it('a window from the future (the wall clock stepped back) is not the current one: counting starts afresh in the window now falls in', async () => {
+      // Counted to the limit in the 10 s window at T0+10 s and the hour at T0+1 h, then the clock
+      // steps back into the windows before them, where nothing was counted: as Redis keys its
+      // counters by window start, each backend answers from zero, not from the later window.
+      for (let i = 0; i < 3; i++) expect((await rates().take('key_f', [tenS], T0 + 15_000, false)).taken).toBe(true);
+      expect((await rates().take('key_f', [tenS], T0 + 15_000, false)).taken).toBe(false);
+      expect(await counts('key_f', [tenS], T0 + 5_000, false)).toEqual([0]);
+      const back = await rates().take('key_f', [tenS], T0 + 5_000, false);
+      expect(back.taken).toBe(true);
+      expect(back.counts.map((c) => c.count)).toEqual([1]);
+
+      for (let i = 0; i < 4; i++) expect((await rates().take('key_g', [hour], T0 + HOUR + 10, true)).taken).toBe(true);
+      expect(await counts('key_g', [hour], T0 + 10)).toEqual([0]);
+      expect((await rates().take('key_g', [hour], T0 + 20, true)).counts.map((c) => c.count)).toEqual([1]);
+      // The same after a restart, the later window read back from storage.
+      for (let i = 0; i < 4; i++) await rates().add('key_h', [hour], T0 + HOUR + 10, true);
+      await rates().flush();
+      await h().crash();
+      const next = (await h().peer()).backend.rates;
+      expect((await next.counts('key_h', [hour], T0 + 30, true)).map((c) => c.count)).toEqual([0]);
+      expect((await next.take('key_h', [hour], T0 + 40, true)).taken).toBe(true);
+    });
+
     it('property: for any times and bursts of concurrent takes, each is admitted exactly as counting in order admits it', async () => {
       const policies = fc
         .uniqueArray(fc.constantFrom(1_000, 5_000, 10_000), { minLength: 1, maxLength: 2 })

@@ -38,7 +38,7 @@ const rows = (db: DB) => db.prepare('SELECT scope, window_ms, start, count FROM 
 const countOf = (s: LimitStore, scope: string, p: RatePolicy, now: number) => s.counts(scope, [p], now, true)[0]!.count;
 
 describe('LimitStore', () => {
-  it('counts per scope and window length; a new window starts from zero; a window from the future is kept', () => {
+  it('counts per scope and window length; a new window starts from zero, after the last one or before it', () => {
     const clock = new FakeClock(T0);
     const { store } = open(clock);
     for (let i = 0; i < 3; i++) store.add('k1', [hour, tenS], T0 + 1_000, true);
@@ -47,8 +47,10 @@ describe('LimitStore', () => {
     expect(countOf(store, 'k2', hour, T0 + 2_000)).toBe(1);
     // 10 s later: a new 10 s window, the same hour.
     expect(store.add('k1', [hour, tenS], T0 + 11_000, true).map((c) => c.count)).toEqual([4, 1]);
-    // The clock steps back into the previous 10 s window: the newer window is kept, not reset.
-    expect(countOf(store, 'k1', tenS, T0 + 9_000)).toBe(1);
+    // The clock steps back into the previous 10 s window: the window from the future is not
+    // the current one, so counting starts afresh (as in Redis, keyed by window start).
+    expect(countOf(store, 'k1', tenS, T0 + 9_000)).toBe(0);
+    expect(store.add('k1', [tenS], T0 + 9_000, true).map((c) => c.count)).toEqual([1]);
   });
 
   it('writes hour windows behind, rewrites a window that rolled over, and a new store reads them back', () => {

@@ -4,6 +4,7 @@ import {
   ADVISORY,
   formatRatePolicies,
   InvalidPolicy,
+  isCurrentWindow,
   mostConstraining,
   parseRatePolicies,
   rateDecision,
@@ -72,6 +73,19 @@ describe('window math', () => {
         }
       }),
     );
+  });
+
+  it('a counted window applies only at times within it: neither an ended one nor one from the future (the clock stepped back)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 4e12 }), fc.integer({ min: -3e9, max: 3e9 }), (now, shift) => {
+        for (const p of [minute, day]) {
+          const start = windowStart(p, now + shift);
+          expect(isCurrentWindow(p, start, now)).toBe(start <= now && now < start + p.windowMs);
+        }
+      }),
+    );
+    expect(isCurrentWindow(minute, Date.UTC(2026, 0, 1, 10, 31), T0)).toBe(false); // the next minute
+    expect(isCurrentWindow(minute, Date.UTC(2026, 0, 1, 10, 30), T0)).toBe(true);
   });
 
   it('refuses when any enforced policy is exhausted, Retry-After is the longest such wait', () => {
