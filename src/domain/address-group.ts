@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { withoutPort } from './forwarded-address.js';
 
 /**
  * The group of client addresses that the failed-authentication limiters count as one (README
@@ -10,10 +11,8 @@ import { isIP } from 'node:net';
  * not an IP (say, a proxy's `unknown`) is counted as written.
  */
 export function addressGroup(address: string): string {
-  // Some proxies (Azure's Application Gateway, IIS ARR) write `ip:port` or `[ip]:port` into
-  // X-Forwarded-For: every connection a new port, so the port must not make a new counter.
-  const ported = /^(?:\[([^\]]+)\]|(\d{1,3}(?:\.\d{1,3}){3}))(?::\d{1,5})?$/.exec(address);
-  const host = ported ? (ported[1] ?? ported[2]!) : address;
+  // Every connection a new port: the port must not make a new counter.
+  const host = withoutPort(address);
   const zone = host.indexOf('%');
   const bare = zone < 0 ? host : host.slice(0, zone);
   if (isIP(bare) === 4) return bare;

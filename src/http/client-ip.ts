@@ -1,3 +1,4 @@
+import { withoutPort } from '../domain/forwarded-address.js';
 import type { TrustedProxies } from '../domain/trusted-proxies.js';
 
 /**
@@ -15,6 +16,8 @@ export { trustedProxies, type TrustedProxies } from '../domain/trusted-proxies.j
  * The client's address. X-Forwarded-For is read only when the peer itself is a trusted
  * proxy; each hop then vouches for the entry left of it. Entries are split on commas and
  * trimmed of spaces and tabs, as Fastify's proxy-addr does (a test holds the two equal).
+ * An entry is checked against the list by its address alone (`10.0.0.5:443`, `[fd00::5]:443`),
+ * which proxy-addr does not do; it is returned as written (addressGroup drops a client's port).
  * When every hop is trusted, the left-most entry is the client.
  */
 export function clientIp(peer: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): string {
@@ -33,7 +36,8 @@ export function clientIp(peer: string | undefined, xff: string | string[] | unde
     end = comma < 0 ? 0 : comma;
     if (entry === '') continue;
     candidate = entry;
-    if (!trusted.has(entry)) return entry;
+    // A proxy may write itself with its connection's port: it is listed by its address.
+    if (!trusted.has(withoutPort(entry))) return entry;
   }
   return candidate;
 }

@@ -196,6 +196,23 @@ describe('the client address behind proxies (server.trustedProxies)', () => {
     }
   });
 
+  it('a listed proxy that wrote itself with a port (ip:port, [ip]:port) is still a listed proxy: the client left of it counts', async () => {
+    const p = await startStack({ clock, config: { server: { trustedProxies: ['127.0.0.1', '10.0.0.0/8', 'fd00::/8'] }, limits: { failedAuth: '2/minute' } } });
+    try {
+      nextMinute();
+      // 203.0.113.1 fails through one listed proxy, then another, each written with its connection's port.
+      expect((await p.get('/v1/company?org_id=1', from('198.51.100.7, 203.0.113.1, 10.9.9.9:443'))).headers['x-ratelimit-remaining']).toBe('1');
+      expect((await p.get('/v1/company?org_id=1', from('203.0.113.1, [fd00::9]:8443'))).headers['x-ratelimit-remaining']).toBe('0');
+      expect((await p.get('/v1/company?org_id=1', from('203.0.113.1, 10.9.9.9:50123'))).json.error.code).toBe('AUTH_RATE_LIMITED');
+      // Another client through the same proxy is not punished: the proxy is not the client.
+      const other = await p.get('/v1/company?org_id=1', from('203.0.113.2, 10.9.9.9:443'));
+      expect(other.status).toBe(401);
+      expect(other.headers['x-ratelimit-remaining']).toBe('1');
+    } finally {
+      await p.close();
+    }
+  });
+
   it('100 key guesses with fresh X-Forwarded-For values meet the limit: the header is not read from an unlisted peer', async () => {
     const p = await startStack({ clock, config: { server: { trustedProxies: ['10.0.0.0/8'] }, limits: { failedAuth: '30/minute' } } });
     try {
