@@ -69,4 +69,16 @@ describe('Grafana dashboard (deploy/grafana/tollgate.json)', () => {
     expect(used.size).toBeGreaterThan(8);
     for (const name of used) expect(exposed, name).toContain(name);
   });
+
+  it('every metric an alert watches has a panel: an operator paged by it sees its history there', () => {
+    const metricsOf = (text: string) => new Set([...text.matchAll(/\b((?:tollgate|nodejs|process)_[a-z0-9_]+)/g)].map((x) => x[1]!.replace(/_(bucket|count|sum)$/, '')));
+    const shown = metricsOf(exprs.join('\n'));
+    const alerted = metricsOf(read('deploy/prometheus/alerts.yml'));
+    expect(alerted).toContain('tollgate_herd_claim_lapses_total');
+    expect(alerted).toContain('tollgate_replica_lease_losses_total');
+    expect([...alerted].filter((name) => !shown.has(name))).toEqual([]);
+    // Both roles of a lapsed claim are told apart: lost (credits maybe spent twice) is the worse one.
+    const lapses = dashboard.panels.find((p) => p.targets.some((t) => t.expr.includes('tollgate_herd_claim_lapses_total')))!;
+    expect(lapses.targets.map((t) => t.expr).join(' ')).toMatch(/by \([^)]*\brole\b/);
+  });
 });
