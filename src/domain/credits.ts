@@ -81,6 +81,17 @@ export function remaining(s: BudgetState): number {
   return Math.max(0, s.budget.limit - s.used - s.reserved);
 }
 
+/** A budget of 0 (a cache-only key or team, a provider budget of nothing) refuses every provider call, in every period. */
+export function neverAdmits(s: BudgetState): boolean {
+  return s.budget.limit === 0;
+}
+
+/** Which of two refusing budgets a refusal names: one that never admits, else the one renewing last. */
+function outlasts(a: BudgetState, b: BudgetState): boolean {
+  if (neverAdmits(a) !== neverAdmits(b)) return neverAdmits(a);
+  return a.reset > b.reset;
+}
+
 /**
  * The budget that refuses a reservation of `estimate`, or null to admit. Every provider
  * call needs at least one credit of headroom, so an estimate of 0 (pass-through) is still
@@ -90,7 +101,7 @@ export function refusingBudget(states: readonly BudgetState[], estimate: number)
   const need = Math.max(1, estimate);
   let refusing: BudgetState | null = null;
   for (const s of states) {
-    if (s.used + s.reserved + need > s.budget.limit && (!refusing || s.reset > refusing.reset)) refusing = s;
+    if (s.used + s.reserved + need > s.budget.limit && (!refusing || outlasts(s, refusing))) refusing = s;
   }
   return refusing;
 }
@@ -99,13 +110,14 @@ export function refusingBudget(states: readonly BudgetState[], estimate: number)
  * Of every scope's budgets (the key's, its team's, the provider's), the one that refuses with
  * the longest reset, and its scope; null to admit. The longest, not the first found: a refusal's
  * Retry-After must be long enough that waiting it out is not refused again by another budget,
- * and it is what X-Credits-Reset says (creditHeaders).
+ * and it is what X-Credits-Reset says (creditHeaders). A budget of 0 comes first: no wait ends
+ * its refusal, and the refusal says so (gateway/accounting.ts).
  */
 export function refusingScope(scopes: readonly string[], states: readonly (readonly BudgetState[])[], estimate: number): { scope: string; state: BudgetState } | null {
   let found: { scope: string; state: BudgetState } | null = null;
   for (let i = 0; i < scopes.length; i++) {
     const state = refusingBudget(states[i]!, estimate);
-    if (state && (!found || state.reset > found.state.reset)) found = { scope: scopes[i]!, state };
+    if (state && (!found || outlasts(state, found.state))) found = { scope: scopes[i]!, state };
   }
   return found;
 }

@@ -1,5 +1,5 @@
 import { failure, type Failure } from '../domain/errors.js';
-import { creditHeaders, parseBudgets, PROVIDER_SCOPE, type Budget, type BudgetState } from '../domain/credits.js';
+import { creditHeaders, parseBudgets, neverAdmits, PROVIDER_SCOPE, type Budget, type BudgetState } from '../domain/credits.js';
 import type { ApiKey } from '../domain/keys.js';
 import { isTeamScope, TEAM_SCOPE_PREFIX, teamScope } from '../domain/teams.js';
 import type { LedgerRow } from '../domain/ledger.js';
@@ -199,19 +199,32 @@ function headersOf(estimate: number): (states: BudgetState[][]) => Record<string
   return (states) => creditHeaders(states.length === 2 ? states[0]! : states.slice(0, -1).flat(), states[states.length - 1]!, estimate);
 }
 
-/** The 429 naming the budget that refused a reservation; null when it was reserved. */
+/**
+ * The 429 naming the budget that refused a reservation; null when it was reserved. A budget of
+ * 0 is no exhaustion that a wait ends: its refusal says the key (team, gateway) is cache-only.
+ * Its Retry-After (every 429 has one, tollgate.openapi.yaml) is when it renews, to 0 again:
+ * true as a "not before", and equal to X-Credits-Reset.
+ */
 function budgetRefusal(b: RefusingBudget | null): Failure | null {
   if (!b) return null;
   const { state } = b;
+  const per = `${state.budget.limit} per ${state.budget.period}`;
+  const wait = { 'retry-after': String(state.reset) };
   if (isTeamScope(b.scope)) {
     const team = b.scope.slice(TEAM_SCOPE_PREFIX.length);
-    const msg = `The credit budget of team '${team}', shared by its API keys, is exhausted (${state.budget.limit} per ${state.budget.period}, resets in ${state.reset} s); cached answers are still served.`;
-    return failure('CREDIT_LIMIT_EXCEEDED', msg, { 'retry-after': String(state.reset) });
+    const msg = neverAdmits(state)
+      ? `Team '${team}' is cache-only (its credit budget is ${per}): its API keys are answered from the cache, and this lookup needs the provider.`
+      : `The credit budget of team '${team}', shared by its API keys, is exhausted (${per}, resets in ${state.reset} s); cached answers are still served.`;
+    return failure('CREDIT_LIMIT_EXCEEDED', msg, wait);
   }
   if (b.scope !== PROVIDER_SCOPE) {
-    const msg = `The credit budget of this API key is exhausted (${state.budget.limit} per ${state.budget.period}, resets in ${state.reset} s); cached answers are still served.`;
-    return failure('CREDIT_LIMIT_EXCEEDED', msg, { 'retry-after': String(state.reset) });
+    const msg = neverAdmits(state)
+      ? `This API key is cache-only (its credit budget is ${per}): it is answered from the cache, and this lookup needs the provider.`
+      : `The credit budget of this API key is exhausted (${per}, resets in ${state.reset} s); cached answers are still served.`;
+    return failure('CREDIT_LIMIT_EXCEEDED', msg, wait);
   }
-  const msg = `The shared provider credit budget is exhausted for this ${state.budget.period} (resets in ${state.reset} s); cached answers are still served.`;
-  return failure('PROVIDER_BUDGET_EXHAUSTED', msg, { 'retry-after': String(state.reset) });
+  const msg = neverAdmits(state)
+    ? `The shared provider credit budget is ${per}: the gateway answers from its cache only, and this lookup needs the provider.`
+    : `The shared provider credit budget is exhausted for this ${state.budget.period} (resets in ${state.reset} s); cached answers are still served.`;
+  return failure('PROVIDER_BUDGET_EXHAUSTED', msg, wait);
 }
