@@ -30,6 +30,13 @@ const BAD_SLUG = /[\s/?#\\\u0000-\u001f\u007f]/u;
  * `/in/jane%0A-doe` would become jane-doe's page, which the provider takes for another member.
  */
 const REWRITTEN_BY_PARSER = /[\u0000-\u001f\u007f\\]/u;
+/**
+ * A `.` or `..` path segment, also spelled with `%2e`, before any query or fragment. The URL
+ * parser resolves it (`/in/alice/../bob` is bob's page to it) where the provider need not: it
+ * reads alice's page with a sub-page after her slug, and a /pub/ path by all its segments. Which
+ * member such a URL names is not certain, so it is refused rather than guessed.
+ */
+const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?=\/|$)/i;
 const MAX_URL_CHARS = 2048;
 /**
  * The longest canonical path (percent-encoded) that is keyed and forwarded. A longer one is
@@ -48,6 +55,7 @@ export function canonicalUrl(input: string, kind: EntityKind, domain: string): U
   if (raw.length === 0) return { ok: false, reason: 'empty' };
   if (raw.length > MAX_URL_CHARS) return { ok: false, reason: 'too long' };
   if (REWRITTEN_BY_PARSER.test(raw)) return { ok: false, reason: 'characters' };
+  if (DOT_SEGMENT.test(raw.split(/[?#]/, 1)[0]!)) return { ok: false, reason: 'dot segment' };
   const scheme = SCHEME.exec(raw);
   if (scheme && !/^https?$/i.test(scheme[1]!)) return { ok: false, reason: 'scheme' };
   let url: URL;

@@ -1,5 +1,6 @@
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enc, startStack, type Stack } from '../helpers/stack.js';
+import { enc, SIM_KEY, startStack, type Stack } from '../helpers/stack.js';
 
 let s: Stack;
 beforeAll(async () => {
@@ -80,5 +81,48 @@ describe('a URL the URL parser would rewrite into another member\'s page is refu
     expect(r.json.error.code).toBe('INVALID_NETWORK_URL');
     expect(r.json.error.request_id).toBe(r.headers['x-request-id']);
     expect(s.sim.callCount()).toBe(calls);
+  });
+});
+
+describe('a URL with dot segments is refused: the URL parser and the provider read it as two different members', () => {
+  /**
+   * The member the provider itself names for a URL, asked directly (what a client of the provider
+   * gets). Its own dispatcher: the provider's answers are not Tollgate's, for the OpenAPI check.
+   */
+  const providerReads = async (url: string): Promise<unknown> => {
+    const dispatcher = new Agent();
+    const r = await request(`${s.sim.url}/v1/profile?url=${enc(url)}`, { dispatcher, headers: { authorization: `Bearer ${SIM_KEY}` } });
+    const body = (await r.body.json()) as { data: { public_identifier: unknown } };
+    await dispatcher.close();
+    return body.data.public_identifier;
+  };
+
+  it('the provider reads /in/alice/../bob as alice\'s page (a sub-page after her slug), not bob\'s', async () => {
+    expect(await providerReads('https://www.linkedin.com/in/alice/../bob')).toBe('alice');
+  });
+
+  it.each([
+    ['..', 'https://www.linkedin.com/in/alice/../bob'],
+    ['%2e%2e', 'https://www.linkedin.com/in/alice/%2e%2e/bob'],
+    ['.%2E', 'linkedin.com/in/alice/.%2E/bob/'],
+    ['.', 'https://www.linkedin.com/in/./bob'],
+    ['.. in a /pub/ path', 'https://www.linkedin.com/pub/bob/1a/x/../2b/3c'],
+  ])('%s: 400 INVALID_NETWORK_URL while bob is cached, no provider call (was 200, a HIT with bob\'s data)', async (_what, url) => {
+    const bob = url.includes('/pub/') ? 'https://www.linkedin.com/pub/bob/1a/2b/3c' : 'https://www.linkedin.com/in/bob';
+    expect((await s.get(profile(bob))).status).toBe(200);
+    const calls = s.sim.callCount();
+    const r = await s.get(profile(url));
+    expect(r.status).toBe(400);
+    expect(r.json.error.code).toBe('INVALID_NETWORK_URL');
+    expect(r.json.error.request_id).toBe(r.headers['x-request-id']);
+    expect(s.sim.callCount()).toBe(calls);
+  });
+
+  it('dots that are no dot segment stay part of the slug, and dots after ? or # are no path', async () => {
+    const dotted = await s.get(profile('https://www.linkedin.com/in/bob.../'));
+    expect(dotted.json.data.public_identifier).toBe('bob...');
+    const query = await s.get(profile('https://www.linkedin.com/in/bob?next=/../x#/./y'));
+    expect(query.headers['x-cache-status']).toBe('HIT');
+    expect(query.json.data.public_identifier).toBe('bob');
   });
 });

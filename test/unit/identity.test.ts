@@ -25,6 +25,7 @@ describe('canonicalUrl: spellings of one entity share one identity', () => {
     ['https://www.linkedin.com/in/JÜRGEN', '/in/j%C3%BCrgen'],
     ['  https://www.linkedin.com/in/jane-doe  ', '/in/jane-doe'],
     ['https://www.linkedin.com./in/jane-doe', '/in/jane-doe'],
+    ['https://www.linkedin.com/in/jane-doe?next=/../x#/./y', '/in/jane-doe'], // dots in the query or fragment are no path
   ])('%s → %s', (input, expected) => {
     expect(canon(input)).toBe(expected);
   });
@@ -75,8 +76,6 @@ describe('canonicalUrl: /pub/ paths, segment by segment', () => {
     ['https://www.linkedin.com/pub/jane-doe/1a/2b/3c?trk=x#y', '/pub/jane-doe/1a/2b/3c'],
     ['https://www.linkedin.com/pub/jane-doe/1a/2b/3c/details/experience/', '/pub/jane-doe/1a/2b/3c/details/experience'], // never cut
     ['https://www.linkedin.com/pub/jane-doe/%31a/2%62/3c', '/pub/jane-doe/1a/2b/3c'], // percent-decoded
-    ['https://www.linkedin.com/pub/jane-doe/1a/x/../2b/3c', '/pub/jane-doe/1a/2b/3c'], // dot segments resolve as a browser would
-    ['https://www.linkedin.com/pub/jane-doe/1a/%2e%2e/2b', '/pub/jane-doe/2b'],
     ['https://www.linkedin.com/pub/dir/J%C3%BCrgen/Mu%CC%88ller', '/pub/dir/J%C3%BCrgen/M%C3%BCller'], // NFC, case kept
   ])('%s → %s', (input, expected) => {
     expect(canon(input)).toBe(expected);
@@ -135,6 +134,13 @@ describe('canonicalUrl: invalid URLs', () => {
     'https://www.linkedin.com\\in\\jane-doe',
     'https://www.link\nedin.com/in/jane-doe',
     'https://www.linkedin.com/in/jane-doe\u007f',
+    // Dot segments: the URL parser resolves them, the provider reads the path as written.
+    'https://www.linkedin.com/in/alice/../jane-doe',
+    'https://www.linkedin.com/in/alice/%2E%2e/jane-doe',
+    'linkedin.com/in/./jane-doe',
+    'https://www.linkedin.com/in/jane-doe/%2e',
+    'https://www.linkedin.com/pub/jane-doe/1a/x/../2b/3c',
+    'https://www.linkedin.com/pub/jane-doe/1a/%2e%2e/2b',
   ])('%j is refused', (input) => {
     expect(canonicalUrl(input, 'profile', D).ok).toBe(false);
   });
