@@ -66,24 +66,27 @@ export function readsNoFurther(req: IncomingMessage): boolean {
   return req.headers.upgrade !== undefined || unframed(req.headers['transfer-encoding']);
 }
 
-/** How many Host field lines a request has (rawHeaders: name, value, name, value, …). */
-function hostLines(raw: readonly string[]): number {
+/** How many field lines named `lower` (lowercase) a request has (rawHeaders: name, value, name, value, …). */
+function fieldLines(raw: readonly string[], lower: string): number {
   let n = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    if (name.length === 4 && name.toLowerCase() === 'host') n++;
+    if (name.length === lower.length && name.toLowerCase() === lower) n++;
   }
   return n;
 }
 
-/** Refusals that need no route, for both planes: oversize URLs, no Host, bodies on reads. */
+/** Refusals that need no route, for both planes: oversize URLs, no Host, two Hosts or Authorizations, bodies on reads. */
 export function earlyRefusal(req: IncomingMessage, maxUrlBytes: number): Failure | null {
   if (req.url!.length > maxUrlBytes) return failure('URI_TOO_LONG');
   const headers = req.headers;
   // RFC 9112 §3.2: a 1.1 request without Host is refused (node's own refusal is a bare 400, so it is off).
   if (headers.host === undefined && req.httpVersion === '1.1') return failure('INVALID_PARAMETER', 'An HTTP/1.1 request needs a Host header.');
   // The same section refuses more than one Host: node keeps the first silently, where a proxy in front may have read another.
-  if (hostLines(req.rawHeaders) > 1) return failure('INVALID_PARAMETER', 'A request may carry only one Host header.');
+  if (fieldLines(req.rawHeaders, 'host') > 1) return failure('INVALID_PARAMETER', 'A request may carry only one Host header.');
+  // RFC 9110 §11.6.2: Authorization is one credential. Node keeps the first line silently, where a
+  // proxy in front may have logged or authorized the request by another: whose request is it?
+  if (fieldLines(req.rawHeaders, 'authorization') > 1) return failure('INVALID_PARAMETER', 'A request may carry only one Authorization header.');
   // RFC 9112 §6.3: a request body must be framed by Content-Length or chunked.
   if (unframed(headers['transfer-encoding'])) return failure('INVALID_PARAMETER', 'A request body must be framed by Content-Length or by chunked Transfer-Encoding.', { connection: 'close' });
   const method = req.method;
