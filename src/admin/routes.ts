@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { failure } from '../domain/errors.js';
 import { authRateLimited } from '../gateway/admission.js';
 import { purgeFilter } from '../domain/purge-filter.js';
+import { NOT_UTF8_QUERY, utf8Escapes } from '../domain/params.js';
 import type { AdminDeps } from './deps.js';
 import { bodyOf, onlyParams, Refusal, send, sendFailure, utf8JsonBodies } from './reply.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
@@ -48,6 +49,10 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
           const headers = deps.admission.countAdminFailure(request.clientIp, now);
           return sendFailure(reply, failure('ADMIN_UNAUTHORIZED'), { ...headers, 'www-authenticate': 'Bearer realm="tollgate-admin"' });
         }
+        // The query parser keeps an escape that is not UTF-8 as its text: ?reassign=%E9quipe (Latin-1
+        // "équipe") named the team "%E9quipe", and an audit filter matched nobody, answered 200.
+        const q = request.url.indexOf('?');
+        if (q >= 0 && !utf8Escapes(request.url.slice(q + 1))) return sendFailure(reply, failure('INVALID_PARAMETER', NOT_UTF8_QUERY));
       });
 
       admin.setErrorHandler(async (err: unknown, request, reply) => {

@@ -80,6 +80,9 @@ export function utf8Escapes(rawQuery: string): boolean {
   }
 }
 
+/** What a query whose percent-escapes are not UTF-8 is refused with (the lookups' and the admin API's). */
+export const NOT_UTF8_QUERY = 'The query string has percent-escapes that are not UTF-8.';
+
 /** The refusal of a query whose escapes are not UTF-8: in `url`, the invalid-URL code that parameter's errors have. */
 function notUtf8(def: EndpointDef, rawQuery: string): Failure | null {
   if (utf8Escapes(rawQuery)) return null;
@@ -88,7 +91,7 @@ function notUtf8(def: EndpointDef, rawQuery: string): Failure | null {
     if (piece.startsWith('url=')) return invalidUrl(def);
     break;
   }
-  return failure('INVALID_PARAMETER', 'The query string has percent-escapes that are not UTF-8.');
+  return failure('INVALID_PARAMETER', NOT_UTF8_QUERY);
 }
 
 function invalidUrl(def: EndpointDef): Failure {

@@ -85,6 +85,26 @@ describe('the admin API', () => {
     expect((await admin('GET', '/teams/ok-team')).status).toBe(404);
   });
 
+  it('a query whose percent-escapes are not UTF-8 is refused, not read as the literal text (was: keys moved to the team named "%E9quipe")', async () => {
+    // A client that encodes "équipe" in Latin-1 sends %E9quipe; the query parser kept such escapes as text.
+    expect((await admin('PUT', '/teams/sales', {})).status).toBe(200);
+    expect((await admin('PUT', '/teams/%25E9quipe', {})).json.name).toBe('%E9quipe');
+    const { json: key } = await admin('POST', '/keys', { name: 'in-sales', team: 'sales' });
+    for (const [method, path] of [
+      ['DELETE', '/teams/sales?reassign=%E9quipe'],
+      ['GET', '/audit?actor=%E9ric'],
+      ['GET', '/usage?by=key&from=2026-01-01%FF'],
+      ['GET', '/notifications?cursor=%ED%A0%80'],
+    ] as const) {
+      const r = await admin(method, path);
+      expect(r.status).toBe(400);
+      expect(r.json.error).toEqual({ code: 'INVALID_PARAMETER', message: 'The query string has percent-escapes that are not UTF-8.', request_id: r.headers['x-request-id'] });
+    }
+    expect((await admin('GET', `/keys/${key.id}`)).json.team).toBe('sales');
+    // A % that escapes nothing stays literal, as on /v1.
+    expect((await admin('GET', '/audit?actor=100%')).status).toBe(200);
+  });
+
   it('a body on an admin GET is refused for what it is, not as a lookup\'s (the message said "Lookup requests")', async () => {
     const port = Number(new URL(s.url).port);
     const r = await exchange(port, `GET /admin/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 2\r\n\r\n{}`, [false], 1, 5000);
