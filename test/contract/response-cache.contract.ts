@@ -88,6 +88,14 @@ export function responseCacheContract(factory: BackendFactory): void {
       expect(cache().totalBytes()).toBe((await cache().get('race'))!.size);
     });
 
+    it('an entry stored in the future of the answer in hand (the clock stepped back) is replaced by it, so the cache heals', async () => {
+      // Stored at T0 + 3600 by a clock an hour ahead; the clock then stepped back to T0.
+      await cache().put(entry('ahead', { storedAt: T0 + 3600, freshAsOf: T0 + 3600, calledAt: T0 + 3600, data: '{"v":"before the step"}' }));
+      const now = entry('ahead', { storedAt: T0 + 1, freshAsOf: T0, calledAt: T0, data: '{"v":"after the step"}' });
+      expect(await cache().put(now)).toBe(true);
+      for (const c of [cache(), (await h().peer()).backend.cache]) expect(await c.get('ahead')).toMatchObject({ data: '{"v":"after the step"}', storedAt: T0 + 1 });
+    });
+
     it('hits and misses counted in memory are in readStats after a flush, for every process', async () => {
       await cache().put(entry('a'));
       await cache().put(entry('b', { endpoint: 'company', identity: 'company:org_id:1' }));

@@ -76,4 +76,17 @@ describe('an older call answering after a newer one', () => {
     expect(s.sim.callCount('/v1/profile')).toBe(3);
     expect(older.headers['cache-status']).toBe('tollgate; fwd=uri-miss');
   });
+
+  it('after the clock steps back, an entry stored in its future is fetched once and replaced, not paid for on every request', async () => {
+    await s.get(P);
+    clock.advance(-3_600_000);
+    const calls = s.sim.callCount('/v1/profile');
+    const again = await s.get(P);
+    expect(again.headers['x-cache-status']).toBe('MISS'); // dated an hour ahead: its age is unknown
+    expect(again.headers['cache-status']).toBe('tollgate; fwd=uri-miss; stored');
+    const hit = await s.get(P);
+    expect(hit.headers['x-cache-status']).toBe('HIT');
+    expect(s.sim.callCount('/v1/profile')).toBe(calls + 1);
+  });
 });
+
