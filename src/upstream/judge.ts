@@ -80,8 +80,9 @@ export function judgeAttempt(state: CallState, raw: AttemptResult, apiKey: strin
     }
     // Before failOf: the failure carries every charge reported so far, this attempt's included.
     if (c.credits) state.creditsReported = (state.creditsReported ?? 0) + c.credits;
-    // A 2xx is a lookup the provider performed, and bills, even when its answer is unusable.
-    if (raw.status >= 200 && raw.status < 300) state.maybeCharged = true;
+    // A 2xx is a lookup the provider performed, and bills, even when its answer is unusable:
+    // unless it says what it charged (counted above), the charge is unknown.
+    if (raw.status >= 200 && raw.status < 300 && !c.credits) state.maybeCharged = true;
     const outcome = failOf(state, c.kind, c.failure, now);
     const verdict: AttemptVerdict = { outcome, retry: raw.status === 512 ? 'temporary' : 'final', breaker: verdictFor(outcome) };
     return c.retryAfterS ? { ...verdict, pauseS: c.retryAfterS } : verdict;

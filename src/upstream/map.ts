@@ -22,9 +22,10 @@ export type Classified =
       /** Seconds the provider asked us to wait (429 only); the shaper pauses on it. */
       readonly retryAfterS?: number;
       /**
-       * What a non-2xx answer says it charged (`meta.credits_used` beside its `error`), when it
-       * says so. The spec reports credits on successes only, but a provider that bills a failed
-       * lookup (an entity not found, say) and says so must be recorded: see reportedCharge.
+       * What a failed answer says it charged (`meta.credits_used` beside its `error`, or in the
+       * `meta` of a 2xx unusable for another reason), when it says so. The spec reports credits
+       * on successes only, but a provider that bills a failed lookup (an entity not found, say)
+       * and says so must be recorded: see reportedCharge.
        */
       readonly credits?: number;
     };
@@ -65,17 +66,18 @@ const FALLBACK_BY_STATUS: Readonly<Record<number, RegistryCode>> = {
 
 export function classifyAnswer(a: ProviderAnswer, opts: MapOptions = {}): Classified {
   const { status } = a;
-  if (status >= 200 && status < 300) return checkEnvelope(a);
-  const c = classifyFailure(a, opts);
+  // An unusable 2xx (no `data`, say) that still says what it charged is charged that, like an error answer.
+  const c = status >= 200 && status < 300 ? checkEnvelope(a) : classifyFailure(a, opts);
   if (c.ok) return c;
   const credits = reportedCharge(a);
   return credits ? { ...c, credits } : c;
 }
 
 /**
- * `meta.credits_used` of a non-2xx answer: a positive safe integer, or null (absent, unreadable,
- * zero). Read whatever the status: a provider that bills a 404, a 429 or a 512 and says so has
- * spent the credits, and the ledger must not hold less than it charged (DESIGN §6).
+ * `meta.credits_used` of a failed answer (a non-2xx, or a 2xx without a usable envelope): a
+ * positive safe integer, or null (absent, unreadable, zero). Read whatever the status: a
+ * provider that bills a 404, a 429, a 512 or an unusable 2xx and says so has spent the
+ * credits, and the ledger must not hold less than it charged (DESIGN §6).
  */
 export function reportedCharge(a: ProviderAnswer): number | null {
   if (a.tooLarge || !a.body) return null;

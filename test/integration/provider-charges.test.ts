@@ -87,6 +87,8 @@ describe('lookups: the ledger never holds less than the provider charged', () =>
     ['400 billed', { kind: 'status', status: 400, code: 'INVALID_PARAMETER', credits: 1 }, 400],
     ['429 with Retry-After, billed', { kind: 'status', status: 429, retryAfter: 1, credits: 1 }, 429],
     ['500, billed', { kind: 'status', status: 500, credits: 2 }, 502],
+    // A 2xx without `data` is unusable (502), but it says what it charged: more than the estimate here.
+    ['200 without data, billed beyond the estimate', { kind: 'status', status: 200, credits: ESTIMATE + 2 }, 502],
   ])('an error answer that says it charged (meta.credits_used): %s', async (_name, fault, status) => {
     s.sim.inject({ fault, times: 1 });
     const c = await charged(() => s.get(fresh(), { key: key.secret }));

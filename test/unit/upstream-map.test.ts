@@ -131,6 +131,14 @@ describe('what a failed answer says it charged', () => {
     const big = classifyAnswer({ status: 404, body: billed(2), tooLarge: true });
     expect(!big.ok && big.credits).toBeFalsy();
   });
+
+  it('is carried by a 2xx unusable for want of `data`, which stays invalid', () => {
+    const c = classifyAnswer({ status: 200, body: JSON.stringify({ data: null, meta: { credits_used: 5 } }) });
+    expect(!c.ok && c.kind).toBe('invalid');
+    expect(!c.ok && c.credits).toBe(5);
+    const unsaid = classifyAnswer({ status: 200, body: JSON.stringify({ data: null, meta: {} }) });
+    expect(!unsaid.ok && unsaid.credits).toBeFalsy();
+  });
 });
 
 describe('decodeBody: a content coding the provider sent anyway', () => {
