@@ -69,6 +69,22 @@ export function creditsContract(factory: BackendFactory): void {
       expect(credits().inFlight()).toBe(6);
     });
 
+    it('a call in flight from an earlier period holds no headroom in the next, which it is not charged to', async () => {
+      // The key's day holds one call; its last call of the day is still in flight at midnight.
+      const l = limits([b(3, 'day'), b(100, 'month')], []);
+      const lastOfDay = reservation(3, { ts: Date.UTC(2026, 0, 1, 23, 59, 59) });
+      expect(await credits().tryReserve(lastOfDay, l)).toBeNull();
+      const nextDay = Date.UTC(2026, 0, 2, 0, 0, 1);
+      const [day, month] = (await credits().states(l, nextDay))[0]!;
+      expect(day).toEqual(budgetState(b(3, 'day'), 0, 0, nextDay));
+      // Both calls are in the month: it holds both.
+      expect(month).toEqual(budgetState(b(100, 'month'), 0, 3, nextDay));
+      // Before: refused, Retry-After a whole day, though the new day had spent nothing.
+      expect(await credits().tryReserve(reservation(3, { ts: nextDay }), l)).toBeNull();
+      expect(await credits().tryReserve(reservation(3, { ts: nextDay }), l)).toMatchObject({ scope: 'key_a', state: { budget: { period: 'day' }, reserved: 3 } });
+      expect(await credits().reserved('key_a')).toBe(6);
+    });
+
     it("the ledger row settles a reservation: it ends, and the provider's figure moves to used in every period", async () => {
       const l = limits([b(10, 'day')], [b(100, 'month')]);
       const [charged, free] = [reservation(5), reservation(4)];

@@ -74,6 +74,28 @@ describe('per-key credit budgets', () => {
     clock.set(saved);
   });
 
+  it('a call still in flight at midnight holds no headroom in the new day, which it is not charged to', async () => {
+    const saved = clock.now();
+    const dayEnd = Date.UTC(2026, 0, 20, 23, 59, 59);
+    clock.set(dayEnd);
+    try {
+      const k = s.newKey({ credits: '3/day' });
+      const calls = s.sim.callCount();
+      s.sim.inject({ fault: { kind: 'latency', ms: 300 }, times: 1 });
+      const lastOfDay = s.get('/v1/company?org_id=140', { key: k.secret });
+      while (s.sim.callCount() === calls) await new Promise((r) => setTimeout(r, 5));
+      clock.set(Date.UTC(2026, 0, 21, 0, 0, 1));
+      // Before: 429, Retry-After 86399, though the new day had spent nothing.
+      const firstOfDay = await s.get('/v1/company?org_id=141', { key: k.secret });
+      expect(firstOfDay.status).toBe(200);
+      expect((await lastOfDay).status).toBe(200);
+      const used = (at: number) => s.app.costs.budgets.used(k.id, 'day', at);
+      expect([used(dayEnd), used(clock.now())]).toEqual([3, 3]);
+    } finally {
+      clock.set(saved);
+    }
+  });
+
   it('usage survives a restart', async () => {
     const k = s.newKey({ credits: '5/day' });
     expect(credits(await s.get('/v1/company?org_id=130', { key: k.secret }))[0]).toBe(3);

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { budgetState, periodStart, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
+import { budgetState, periodEnd, periodStart, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
 import type { Reservation } from '../../domain/ledger.js';
 import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
 import { StorageUnavailable } from '../write-gate.js';
@@ -39,7 +39,7 @@ export class PgCredits implements Credits {
   /** This process's reservations not yet settled, with the scopes each holds: what reservedFor, scopesOf and inFlight answer. */
   private readonly mine = new Map<string, { estimate: number; scopes: readonly string[] }>();
   /** Budget states read lately, per scope: when, what was reserved, and the usage per `period:start`. */
-  private readonly recent = new Map<string, { at: number; reserved: number; used: Map<string, number> }>();
+  private readonly recent = new Map<string, { at: number; used: Map<string, number>; reserved: Map<string, number> }>();
   private epoch = 0;
   /**
    * Reservations whose write failed with its outcome unknown (the connection lost after the
@@ -85,9 +85,10 @@ export class PgCredits implements Credits {
       if (!known || t - known.at > REMEMBER_MS) return this.read(limits, now);
       const states: BudgetState[] = [];
       for (const b of budgets) {
-        const used = known.used.get(`${b.period}:${periodStart(b.period, now)}`);
+        const at = `${b.period}:${periodStart(b.period, now)}`;
+        const used = known.used.get(at);
         if (used === undefined) return this.read(limits, now);
-        states.push(budgetState(b, used, known.reserved, now));
+        states.push(budgetState(b, used, known.reserved.get(at) ?? 0, now));
       }
       out.push(states);
     }
@@ -103,8 +104,10 @@ export class PgCredits implements Credits {
     if (this.recent.size >= REMEMBERED_SCOPES_MAX) this.recent.clear();
     limits.forEach(({ scope, budgets }, i) => {
       if (budgets.length === 0) return;
-      const used = new Map(budgets.map((b, j) => [`${b.period}:${periodStart(b.period, now)}`, states[i]![j]!.used]));
-      this.recent.set(scope, { at, reserved: states[i]![0]!.reserved, used });
+      const periods = budgets.map((b) => `${b.period}:${periodStart(b.period, now)}`);
+      const used = new Map(periods.map((p, j) => [p, states[i]![j]!.used]));
+      const reserved = new Map(periods.map((p, j) => [p, states[i]![j]!.reserved]));
+      this.recent.set(scope, { at, used, reserved });
     });
     return states;
   }
@@ -199,18 +202,20 @@ async function reservedIn(db: Queryable, scope: string): Promise<number> {
 
 /**
  * Every budget's state in one round trip: the usage of each (scope, period, start) and the
- * reservations of each scope. Called for the X-Credits-* fields of answers and inside each
- * reservation's transaction, so a query per budget would be several round trips per request.
+ * reservations of each scope dated in that period (a call is charged to the periods it arrived
+ * in: one in flight at midnight holds no headroom in the new day). Called for the X-Credits-*
+ * fields of answers and inside each reservation's transaction, so a query per budget would be
+ * several round trips per request.
  */
 async function statesIn(db: Queryable, limits: readonly ScopeBudgets[], now: number): Promise<BudgetState[][]> {
-  const wanted = limits.flatMap(({ scope, budgets }) => budgets.map((b) => ({ scope, period: b.period, start: periodStart(b.period, now) })));
+  const wanted = limits.flatMap(({ scope, budgets }) => budgets.map((b) => ({ scope, period: b.period, start: periodStart(b.period, now), end: periodEnd(b.period, now) })));
   if (wanted.length === 0) return limits.map(() => []);
   const r = await db.query<{ scope: string; period: string; start: string; used: string; reserved: string }>(
     `SELECT s.scope, s.period, s.start,
        COALESCE((SELECT u.used FROM credit_usage u WHERE u.scope = s.scope AND u.period = s.period AND u.start = s.start), 0) AS used,
-       (SELECT COALESCE(SUM(r.estimate), 0) FROM reservations r WHERE s.scope = ANY (r.scopes)) AS reserved
-     FROM unnest($1::text[], $2::text[], $3::bigint[]) AS s(scope, period, start)`,
-    [wanted.map((w) => w.scope), wanted.map((w) => w.period), wanted.map((w) => w.start)],
+       (SELECT COALESCE(SUM(r.estimate), 0) FROM reservations r WHERE s.scope = ANY (r.scopes) AND r.ts >= s.start AND r.ts < s.end_) AS reserved
+     FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS s(scope, period, start, end_)`,
+    [wanted.map((w) => w.scope), wanted.map((w) => w.period), wanted.map((w) => w.start), wanted.map((w) => w.end)],
   );
   const found = new Map(r.rows.map((x) => [`${x.scope}\u0000${x.period}\u0000${x.start}`, x]));
   return limits.map(({ scope, budgets }) =>

@@ -28,7 +28,12 @@ interface Usage {
  */
 export class BudgetStore implements Credits {
   private readonly usage = new Map<string, Usage>();
-  private readonly reservations = new Map<string, { scopes: readonly string[]; amount: number }>();
+  private readonly reservations = new Map<string, { scopes: readonly string[]; amount: number; ts: number }>();
+  /**
+   * Credits in flight per scope, and per scope, period and period start (periodKey): a call is
+   * charged to the periods it arrived in, so it holds headroom in those only. A call still in
+   * flight at midnight must not refuse the new day's first call, with a Retry-After of a day.
+   */
   private readonly reservedBy = new Map<string, number>();
   private readonly loadStmt;
   private readonly addStmt;
@@ -74,6 +79,13 @@ export class BudgetStore implements Credits {
     return this.reservedBy.get(scope) ?? 0;
   }
 
+  /** Credits reserved by in-flight calls of `scope` that arrived in the `period` containing `now`. */
+  private reservedIn(scope: string, period: Period, now: number): number {
+    // Nothing in flight, the usual case on a hit's path: no key to build.
+    if (this.reserved(scope) === 0) return 0;
+    return this.reservedBy.get(periodKey(scope, period, now)) ?? 0;
+  }
+
   /**
    * Reserve `r.estimate` against `scopes`: durable first, so that a write that fails (throws,
    * StorageUnavailable included) leaves nothing behind and the caller refuses the call.
@@ -109,16 +121,22 @@ export class BudgetStore implements Credits {
 
   private hold(r: Reservation, scopes: readonly string[]): void {
     this.release(r.requestId);
-    this.reservations.set(r.requestId, { scopes, amount: r.estimate });
-    for (const s of scopes) this.reservedBy.set(s, this.reserved(s) + r.estimate);
+    this.reservations.set(r.requestId, { scopes, amount: r.estimate, ts: r.ts });
+    for (const s of scopes) {
+      this.add(s, r.estimate);
+      for (const p of PERIODS) this.add(periodKey(s, p, r.ts), r.estimate);
+    }
+  }
+
+  private add(k: string, amount: number): void {
+    const left = (this.reservedBy.get(k) ?? 0) + amount;
+    if (left > 0) this.reservedBy.set(k, left);
+    else this.reservedBy.delete(k);
   }
 
   /** Every budget's state, per scope in the order given. */
   states(limits: readonly ScopeBudgets[], now: number): BudgetState[][] {
-    return limits.map(({ scope, budgets }) => {
-      const reserved = this.reserved(scope);
-      return budgets.map((b) => budgetState(b, this.used(scope, b.period, now), reserved, now));
-    });
+    return limits.map(({ scope, budgets }) => budgets.map((b) => budgetState(b, this.used(scope, b.period, now), this.reservedIn(scope, b.period, now), now)));
   }
 
   /**
@@ -160,9 +178,8 @@ export class BudgetStore implements Credits {
     if (!r) return;
     this.reservations.delete(requestId);
     for (const s of r.scopes) {
-      const left = this.reserved(s) - r.amount;
-      if (left > 0) this.reservedBy.set(s, left);
-      else this.reservedBy.delete(s);
+      this.add(s, -r.amount);
+      for (const p of PERIODS) this.add(periodKey(s, p, r.ts), -r.amount);
     }
   }
 
@@ -215,4 +232,12 @@ export class BudgetStore implements Credits {
       }
     }
   }
+}
+
+/**
+ * reservedBy's key for the credits of `scope` in flight from the `period` containing `at`. NUL,
+ * which no scope holds (team names refuse control characters), keeps it from any scope's own.
+ */
+function periodKey(scope: string, period: Period, at: number): string {
+  return `${scope}\u0000${period}\u0000${periodStart(period, at)}`;
 }
