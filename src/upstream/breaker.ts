@@ -60,6 +60,8 @@ interface Round {
   out: number;
   successes: number;
   failedEntities: Set<string>;
+  /** Entities with a probe out: one each, so that one team's calls of an entity the provider hangs on cannot take every probe. */
+  probing: Set<string>;
 }
 
 /**
@@ -72,7 +74,7 @@ export class CircuitBreaker {
   private mode: BreakerState = 'closed';
   private openedAt = 0;
   private readonly buckets: Bucket[] = Array.from({ length: BUCKETS }, () => ({ start: -Infinity, calls: 0, failures: 0, entities: new Set() }));
-  private round: Round = { out: 0, successes: 0, failedEntities: new Set() };
+  private round: Round = { out: 0, successes: 0, failedEntities: new Set(), probing: new Set() };
   /** Bumped on every transition, so results of calls admitted before it are not counted. */
   private generation = 0;
 
@@ -83,14 +85,22 @@ export class CircuitBreaker {
     return this.opts.clock.now() - this.openedAt >= this.opts.cooldownMs ? 'half_open' : 'open';
   }
 
-  /** Null means fail fast: open, or half-open with all probes out. */
+  /**
+   * Null means fail fast: open, or half-open with all probes out, or with one out for this
+   * entity already, or with this entity's probe failed this round (it would say nothing new).
+   * Distinct entities are what a round's decision needs, and a probe whose call hangs holds its
+   * slot until the deadline: several calls of one entity (its variants, a team's retries) would
+   * otherwise take every probe and keep every other team failing fast meanwhile.
+   */
   acquire(entity: string): BreakerPermit | null {
     const state = this.state();
     if (state === 'open') return null;
     if (state === 'half_open') {
       if (this.mode === 'open') this.transition('half_open');
-      if (this.round.out >= this.probes()) return null;
-      this.round.out++;
+      const r = this.round;
+      if (r.out >= this.probes() || r.probing.has(entity) || r.failedEntities.has(entity)) return null;
+      r.out++;
+      r.probing.add(entity);
       return this.permit(true, entity);
     }
     return this.permit(false, entity);
@@ -168,6 +178,7 @@ export class CircuitBreaker {
   private settleProbe(verdict: BreakerVerdict, entity: string): void {
     const r = this.round;
     r.out--;
+    r.probing.delete(entity);
     if (verdict === 'ignore' || (verdict === 'failure' && r.failedEntities.has(entity))) return;
     r.out++; // a decided probe keeps its slot
     const byRate = Math.ceil((this.probes() * this.opts.failureRatePercent) / 100);
@@ -187,7 +198,7 @@ export class CircuitBreaker {
     const from = this.mode;
     this.mode = to;
     this.generation++;
-    this.round = { out: 0, successes: 0, failedEntities: new Set() };
+    this.round = { out: 0, successes: 0, failedEntities: new Set(), probing: new Set() };
     for (const b of this.buckets) Object.assign(b, { start: -Infinity, calls: 0, failures: 0, entities: new Set() });
     this.opts.onChange?.(from, to);
   }

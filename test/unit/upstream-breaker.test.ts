@@ -211,10 +211,10 @@ describe('CircuitBreaker (half-open)', () => {
     expect(breaker.state()).toBe('half_open');
   });
 
-  it('one entity failing again in half-open says nothing new: its probe slot goes to someone else', () => {
+  it('one entity failing again in half-open would say nothing new: it fails fast, and the probe slots go to others', () => {
     const { breaker } = opened();
     breaker.acquire('bad')!.record('failure');
-    for (let i = 0; i < 20; i++) breaker.acquire('bad')!.record('failure');
+    for (let i = 0; i < 20; i++) expect(breaker.acquire('bad')).toBeNull();
     expect(breaker.state()).toBe('half_open');
     breaker.acquire('good1')!.record('success');
     breaker.acquire('good2')!.record('success');
@@ -233,12 +233,35 @@ describe('CircuitBreaker (half-open)', () => {
 
   it("after an outage, a team's few entities the provider keeps failing on cannot hold it open for everyone", () => {
     const { breaker } = opened({ minimumEntities: 5, halfOpenProbes: 5 });
-    // They ask first and take probes, failing again and again (a repeat frees its slot).
-    for (let i = 0; i < 30; i++) breaker.acquire(i % 2 ? 'bad66' : 'bad77')!.record('failure');
+    // They ask first and take probes, and fail; asked again, they fail fast.
+    for (let i = 0; i < 30; i++) breaker.acquire(i % 2 ? 'bad66' : 'bad77')?.record('failure');
     expect(breaker.state()).toBe('half_open');
     // Another team's lookup is a probe too, and the provider answers it: closed.
     breaker.acquire('healthy')!.record('success');
     expect(breaker.state()).toBe('closed');
+  });
+
+  it('an entity gets one probe at a time: its other calls fail fast while it is out, not the other entities\' calls', () => {
+    const { breaker } = opened({ halfOpenProbes: 5, minimumEntities: 5 });
+    // The provider hangs on 'slow': its probe is out until the deadline.
+    const slow = breaker.acquire('slow');
+    expect(slow?.trial).toBe(true);
+    for (let i = 0; i < 10; i++) expect(breaker.acquire('slow')).toBeNull();
+    const other = breaker.acquire('other');
+    expect(other?.trial).toBe(true);
+    other!.record('success');
+    expect(breaker.state()).toBe('closed');
+    slow!.record('failure'); // admitted before the transition: not counted
+    expect(breaker.state()).toBe('closed');
+  });
+
+  it('an ignored probe frees its slot, and its entity may probe again', () => {
+    const { breaker } = opened({ halfOpenProbes: 1 });
+    breaker.acquire('a')!.record('ignore');
+    const again = breaker.acquire('a');
+    expect(again?.trial).toBe(true);
+    again!.record('ignore');
+    expect(breaker.state()).toBe('half_open');
   });
 
   it('an ignored probe frees its slot', () => {
