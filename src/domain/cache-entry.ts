@@ -35,16 +35,16 @@ export type HeldFacts = Pick<CacheEntry, 'storedAt' | 'freshAsOf'>;
  * or when nothing is known of the held entry's freshness. A call that began after the held
  * entry was stored always replaces it, whatever it knows: that is how an entry past its ttl is
  * refreshed by the provider's own copy. (Held freshAsOf ≤ when its call began, equal for a
- * fresh fetch or a not-found, so "began before" is exact there.) A held entry stored after the
- * incoming one is being stored was dated by a clock that has since stepped back (an NTP
- * correction): the order of the two is unknowable, and kept, it could never be replaced until
- * the clock caught up with it, while the cache policy never serves it (its age is negative),
- * so every request for it would be paid for. The answer in hand replaces it. PostgreSQL's
- * cache-rows.ts PUT says the same in SQL.
+ * fresh fetch or a not-found, so "began before" is exact there.) A held entry stored later
+ * than a live answer (one with calledAt: stored now, not copied) is being stored was dated by
+ * a clock that has since stepped back (an NTP correction): the order of the two is unknowable,
+ * and kept, it could never be replaced until the clock caught up with it, while the cache
+ * policy never serves it (its age is negative), so every request for it would be paid for.
+ * The answer in hand replaces it. PostgreSQL's cache-rows.ts PUT says the same in SQL.
  */
 export function replacesHeld(held: HeldFacts | null, incoming: NewEntry): boolean {
   if (held === null) return true;
-  if (held.storedAt > incoming.storedAt) return true;
+  if (incoming.calledAt !== undefined && held.storedAt > incoming.storedAt) return true;
   if ((incoming.calledAt ?? incoming.storedAt) >= held.storedAt) return true;
   if (held.freshAsOf === null) return true;
   return incoming.freshAsOf !== null && incoming.freshAsOf >= held.freshAsOf;

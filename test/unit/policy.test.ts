@@ -152,6 +152,7 @@ describe('replacesHeld: an older answer arriving late never replaces a fresher e
     ['a call begun before it, the held one of unknown age', { storedAt: 100, freshAsOf: null }, answer(80, null), true],
     ['no calledAt (a copied entry): its storedAt counts, later', held, answer(undefined, null, 100), true],
     ['no calledAt, stored earlier and older', held, answer(undefined, 50, 60), false],
+    ['a live answer stored before the held entry was (the clock stepped back since): its order is unknowable, it replaces', held, answer(50, 50, 60), true],
   ])('%s', (_, h, e, expected) => {
     expect(replacesHeld(h, e)).toBe(expected);
   });

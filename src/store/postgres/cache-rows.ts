@@ -33,7 +33,8 @@ export const GET = `SELECT ${COLUMNS} FROM cache_entries WHERE key = $1 AND orig
 /**
  * Store an entry, move the totals and notify the replicas, in one statement (PgResponseCache.put
  * says why). Parameters: the entry's columns in COLUMNS' order, the notification's payload, the
- * entry's origin, then when its provider call began. One entry per key whatever its origin: of
+ * entry's origin, when its provider call began, then whether it is a live answer (stored now, not
+ * copied). One entry per key whatever its origin: of
  * one origin, the entry held stays when the new answer is older (domain/cache-entry.ts
  * replacesHeld, whose rule the ON CONFLICT's WHERE is); of another, the last store wins. Each
  * row says whether the entry was stored; the replicas are notified either way.
@@ -46,7 +47,7 @@ export const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 F
     ON CONFLICT (key) DO UPDATE SET origin = excluded.origin, endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
       meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message, stored_at = excluded.stored_at,
       fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0
-    WHERE cache_entries.origin <> excluded.origin OR $15::bigint >= cache_entries.stored_at OR cache_entries.stored_at > excluded.stored_at
+    WHERE cache_entries.origin <> excluded.origin OR $15::bigint >= cache_entries.stored_at OR ($16::boolean AND cache_entries.stored_at > excluded.stored_at)
       OR cache_entries.fresh_as_of IS NULL
       OR excluded.fresh_as_of >= cache_entries.fresh_as_of
     RETURNING (xmax = 0) AS inserted),

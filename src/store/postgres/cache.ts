@@ -76,6 +76,7 @@ export class PgResponseCache implements ResponseCache {
       changePayload('cache', e.key),
       this.origin,
       e.calledAt ?? e.storedAt,
+      e.calledAt !== undefined,
     ] });
     this.mirror(r.rows);
     return r.rows[0]?.stored === true;
