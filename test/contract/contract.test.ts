@@ -1,7 +1,8 @@
+import { afterAll } from 'vitest';
 import { auditContract } from './audit.contract.js';
 import { budgetAlertsContract } from './budget-alerts.contract.js';
 import { backendContract } from './backend.contract.js';
-import { BACKENDS, type BackendFactory, type SuiteName } from './backends.js';
+import { BACKENDS, dropMigratedTemplate, type BackendFactory, type SuiteName } from './backends.js';
 import { callClaimsContract } from './call-claims.contract.js';
 import { changeFeedContract } from './change-feed.contract.js';
 import { creditsContract } from './credits.contract.js';
@@ -35,3 +36,5 @@ const SUITES: Record<SuiteName, (factory: BackendFactory) => void> = {
 };
 
 for (const factory of BACKENDS) for (const suite of factory.suites) SUITES[suite](factory);
+// The shared backend's storages are copies of one migrated database per process (backends.ts).
+afterAll(dropMigratedTemplate);
