@@ -49,12 +49,17 @@ describe('tollgate --version', () => {
 });
 
 describe('exit codes', () => {
-  /** A data dir holding a tollgate.db, so that commands on keys reach their own checks. */
-  const seeded = async () => {
-    const dir = tempDir();
-    expect((await runCli(['keys', 'create', '--name', 'seed', '--data-dir', dir], EMBEDDED)).code).toBe(0);
-    return dir;
-  };
+  /**
+   * A data dir holding a tollgate.db, so that commands on keys reach their own checks. One for
+   * every case: each is refused before it could write, and a CLI process to seed it costs ~1 s.
+   */
+  let seededDir: Promise<string> | undefined;
+  const seeded = () =>
+    (seededDir ??= (async () => {
+      const dir = tempDir();
+      expect((await runCli(['keys', 'create', '--name', 'seed', '--data-dir', dir], EMBEDDED)).code).toBe(0);
+      return dir;
+    })());
 
   // [what, args, the message, the --json error code, its message where commander's help stood]
   const usage: Array<[string, string[], RegExp, string, RegExp?]> = [
@@ -73,15 +78,18 @@ describe('exit codes', () => {
 
   it.each(usage)('2 for %s, with a clear message and no stack trace; --json: the error as JSON', async (_what, args, message, code, jsonMessage) => {
     const dir = await seeded();
-    const human = await runCli(['--data-dir', dir, ...args], EMBEDDED);
+    // --json before the first option, which may be one missing its value.
+    const at = args.findIndex((a) => a.startsWith('-'));
+    // Two processes at once: neither writes, and the second core is otherwise idle.
+    const [human, json] = await Promise.all([
+      runCli(['--data-dir', dir, ...args], EMBEDDED),
+      runCli(['--data-dir', dir, ...(at === -1 ? [...args, '--json'] : [...args.slice(0, at), '--json', ...args.slice(at)])], EMBEDDED),
+    ]);
     expect(human.code).toBe(2);
     expect(human.stdout).toBe('');
     expect(human.stderr).toMatch(message);
     expect(human.stderr).not.toMatch(/\n\s+at /);
 
-    // --json before the first option, which may be one missing its value.
-    const at = args.findIndex((a) => a.startsWith('-'));
-    const json = await runCli(['--data-dir', dir, ...(at === -1 ? [...args, '--json'] : [...args.slice(0, at), '--json', ...args.slice(at)])], EMBEDDED);
     expect(json.code).toBe(2);
     expect(json.stdout).toBe('');
     const err = jsonError(json);
@@ -94,14 +102,14 @@ describe('exit codes', () => {
   it('2 for an invalid configuration, from a file or the environment (CONFIG_INVALID)', async () => {
     const file = join(tempDir(), 'bad.yaml');
     writeFileSync(file, 'logLevel: loud\n');
+    const dir = await seeded();
     for (const [args, env] of [
       [['keys', 'list', '--config', file], {}],
       [['keys', 'list'], { TOLLGATE_LOG_LEVEL: 'loud' }],
     ] as const) {
-      const r = await runCli([...args, '--data-dir', await seeded()], { ...EMBEDDED, ...env });
+      const [r, j] = await Promise.all([runCli([...args, '--data-dir', dir], { ...EMBEDDED, ...env }), runCli([...args, '--data-dir', dir, '--json'], { ...EMBEDDED, ...env })]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^tollgate: [\s\S]*logLevel/m);
-      const j = await runCli([...args, '--data-dir', await seeded(), '--json'], { ...EMBEDDED, ...env });
       expect(j.code).toBe(2);
       expect(jsonError(j)).toMatchObject({ code: 'CONFIG_INVALID', exit_code: 2, message: expect.stringContaining('logLevel') });
     }
@@ -109,10 +117,9 @@ describe('exit codes', () => {
 
   it('1 for a command that is right but cannot be carried out: shared storage unreachable (RUNTIME_ERROR)', async () => {
     const env = { TOLLGATE_DATABASE_URL: 'postgres://tollgate:pw-not-shown@127.0.0.1:1/x', TOLLGATE_REDIS_URL: 'redis://127.0.0.1:1', TOLLGATE_CONFIG: '' };
-    const human = await runCli(['keys', 'list'], env, 30_000);
+    const [human, json] = await Promise.all([runCli(['keys', 'list'], env, 30_000), runCli(['keys', 'list', '--json'], env, 30_000)]);
     expect(human.code).toBe(1);
     expect(human.stderr).toMatch(/^tollgate: cannot open shared storage .*check TOLLGATE_DATABASE_URL and TOLLGATE_REDIS_URL$/m);
-    const json = await runCli(['keys', 'list', '--json'], env, 30_000);
     expect(json.code).toBe(1);
     expect(json.stdout).toBe('');
     expect(jsonError(json)).toMatchObject({ code: 'RUNTIME_ERROR', exit_code: 1 });
@@ -173,7 +180,8 @@ describe('--json', () => {
     await openBackend(validateConfig({ dataDir: dir }), { role: 'cli', open: ['cache'] }).close();
     expect(await run('cache', 'stats')).toEqual({ entries: 0, bytes: 0, hits: 0, misses: 0, hit_ratio: null, by_endpoint: {} });
     expect(await run('cache', 'purge', '--all')).toEqual({ purged: 0 });
-  });
+    // Sixteen CLI processes one after another: ~11 s alone, more beside other test files.
+  }, 60_000);
 });
 
 describe('--json on the long-running commands: one line once listening', () => {
@@ -203,6 +211,22 @@ describe('--json on the long-running commands: one line once listening', () => {
   });
 });
 
+/** `fn`s run at most `n` at a time, the others waiting their turn in order. */
+function limited(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async (fn) => {
+    while (running >= n) await new Promise<void>((r) => waiting.push(r));
+    running++;
+    try {
+      return await fn();
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
+
 /** The commands listed in the "Commands:" section of a --help. */
 function subcommands(help: string): string[] {
   const section = /\nCommands:\n([\s\S]*?)(\n\n|$)/.exec(help)?.[1] ?? '';
@@ -215,8 +239,11 @@ function subcommands(help: string): string[] {
 describe('every command', () => {
   it('has examples in its --help, and --json when it prints something', async () => {
     const leaves = new Map<string, string>();
+    // A few processes at a time: all thirty at once only queue for the cores, each one's
+    // timeout running meanwhile (they timed out beside other test files).
+    const run = limited(3);
     const walk = async (path: string[]) => {
-      const r = await runCli([...path, '--help']);
+      const r = await run(() => runCli([...path, '--help']));
       expect(r.code).toBe(0);
       expect(r.stdout, `tollgate ${path.join(' ')} --help`).toMatch(/\nExamples:\n {2}# .+\n {2}\$ .*tollgate /);
       const subs = subcommands(r.stdout);
