@@ -107,15 +107,19 @@ function migratedTemplate(): Promise<{ name: string; drop(): Promise<void> }> {
   return migrated;
 }
 
-/** The shared storages' databases being dropped (which takes a checkpoint, ~0.1-0.5 s). */
-const dropping: Array<Promise<void>> = [];
+/**
+ * The shared storages' databases being dropped (which waits for a checkpoint, ~0.1-0.5 s), each
+ * resolving to its failure if it failed: reported by dropMigratedTemplate, not as unhandled.
+ */
+const dropping: Array<Promise<unknown>> = [];
 
 /** Drop this process's migrated template, once no storage is being copied from it, and wait for the copies' drops. */
 export async function dropMigratedTemplate(): Promise<void> {
-  await Promise.all(dropping.splice(0));
+  const failed = (await Promise.all(dropping.splice(0))).find((err) => err !== null);
   const db = await migrated;
   migrated = undefined;
   await db?.drop();
+  if (failed !== undefined) throw failed;
 }
 
 /**
@@ -153,7 +157,7 @@ const shared: BackendFactory = {
           open.clear();
           await keys.drop();
           // Nothing is connected to it any more: dropped while the next test runs.
-          dropping.push(db.drop());
+          dropping.push(db.drop().then(() => null, (err: unknown) => err));
         },
       };
     };
