@@ -47,6 +47,14 @@ export interface Credits {
   tryReserve(r: Reservation, limits: readonly ScopeBudgets[]): MaybePromise<RefusingBudget | null>;
   /** The estimate this process reserved for `requestId`, or null. */
   reservedFor(requestId: string): number | null;
+  /**
+   * Raise this process's reservation for `requestId` to its estimate plus `charged`, the credits
+   * the provider already reported charging for the call (billed attempts about to be retried),
+   * durably before it returns: a crash during the retry is then charged at least what was
+   * billed. The budgets' reserved totals grow with it; reservedFor still answers the estimate.
+   * Throws when it cannot be written, the reservation unchanged; without a reservation, nothing.
+   */
+  coverCharged(requestId: string, charged: number): MaybePromise<void>;
   /** Reservations of this process not yet settled. */
   inFlight(): number;
 }

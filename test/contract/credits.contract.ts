@@ -117,6 +117,33 @@ export function creditsContract(factory: BackendFactory): void {
       expect(await used('month', Date.UTC(2026, 1, 1))).toBe(0);
     });
 
+    it('coverCharged raises a reservation by what the provider already charged: budgets hold it, settling ends it, a crash charges it', async () => {
+      const l = limits([b(10, 'day')], [b(100, 'month')]);
+      const [settledFirst, crashed] = [reservation(3), reservation(3)];
+      expect(await credits().tryReserve(settledFirst, l)).toBeNull();
+      expect(await credits().tryReserve(crashed, l)).toBeNull();
+      await credits().coverCharged(settledFirst.requestId, 1);
+      await credits().coverCharged(crashed.requestId, 2);
+      // Told the same total again, or told of a request without a reservation: nothing changes.
+      await credits().coverCharged(crashed.requestId, 2);
+      await credits().coverCharged('req_none', 5);
+      expect(await credits().reserved('key_a')).toBe(9);
+      expect(await credits().reserved(PROVIDER_SCOPE)).toBe(9);
+      expect(credits().reservedFor(crashed.requestId)).toBe(3);
+      expect(await credits().states(l, T0)).toEqual([[budgetState(b(10, 'day'), 0, 9, T0)], [budgetState(b(100, 'month'), 0, 9, T0)]]);
+      expect(await credits().tryReserve(reservation(2), l)).toMatchObject({ scope: 'key_a', state: { reserved: 9 } });
+      await h().backend.ledger.record(row('key_a', T0, { requestId: settledFirst.requestId, cache: 'MISS', credits: 4 }));
+      expect(await credits().reserved('key_a')).toBe(5);
+      await h().crash();
+      const next = (await h().peer()).backend;
+      await next.ledger.recoverAbandoned();
+      // The estimate of the call cut by the crash, and the 2 credits its earlier attempts were billed.
+      expect(await next.credits.used('key_a', 'day', T0)).toBe(4 + 5);
+      expect(await next.credits.reserved('key_a')).toBe(0);
+      const [byKey] = await next.ledger.report(T0 - DAY, T0 + DAY, 'key');
+      expect(byKey).toMatchObject({ requests: 2, credits: 9, unsettled_credits: 5 });
+    });
+
     it("a crashed process's reservations are charged by the next one at their estimates, unsettled, once", async () => {
       const l = limits([b(100, 'day')], [b(1_000, 'month')]);
       const settledFirst = reservation(9);

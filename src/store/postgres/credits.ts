@@ -168,6 +168,19 @@ export class PgCredits implements Credits {
     return this.mine.get(requestId)?.estimate ?? null;
   }
 
+  /**
+   * Other replicas read reserved totals from the row, so raising it is all there is; never
+   * lowered, and only while the lease holds: once it may have lapsed, another replica may
+   * charge the row as abandoned, and the retry it would cover must not be made.
+   */
+  async coverCharged(requestId: string, charged: number): Promise<void> {
+    const mine = this.mine.get(requestId);
+    if (!mine) return;
+    if (this.lease && !this.lease.healthy()) throw new StorageUnavailable('postgres', 'LEASE_LAPSED', this.lease.heartbeatMs);
+    await this.pool.query('UPDATE reservations SET estimate = GREATEST(estimate, $1) WHERE request_id = $2 AND owner = $3', [mine.estimate + charged, requestId, this.owner]);
+    this.changed();
+  }
+
   /** The scopes this process's reservation for `requestId` holds (its charge's: charges.ts Charge.scopes), or null. */
   scopesOf(requestId: string): readonly string[] | null {
     return this.mine.get(requestId)?.scopes ?? null;

@@ -28,7 +28,8 @@ interface Usage {
  */
 export class BudgetStore implements Credits {
   private readonly usage = new Map<string, Usage>();
-  private readonly reservations = new Map<string, { scopes: readonly string[]; amount: number; ts: number }>();
+  /** Per request: its scopes, its estimate, and the amount held (the estimate, raised by coverCharged). */
+  private readonly reservations = new Map<string, { scopes: readonly string[]; estimate: number; amount: number; ts: number }>();
   /**
    * Credits in flight per scope, and per scope, period and period start (periodKey): a call is
    * charged to the periods it arrived in, so it holds headroom in those only. A call still in
@@ -121,10 +122,15 @@ export class BudgetStore implements Credits {
 
   private hold(r: Reservation, scopes: readonly string[]): void {
     this.release(r.requestId);
-    this.reservations.set(r.requestId, { scopes, amount: r.estimate, ts: r.ts });
+    this.reservations.set(r.requestId, { scopes, estimate: r.estimate, amount: r.estimate, ts: r.ts });
+    this.addHeld(scopes, r.ts, r.estimate);
+  }
+
+  /** `amount` more (or less) held by a call of `scopes` that arrived at `ts`. */
+  private addHeld(scopes: readonly string[], ts: number, amount: number): void {
     for (const s of scopes) {
-      this.add(s, r.estimate);
-      for (const p of PERIODS) this.add(periodKey(s, p, r.ts), r.estimate);
+      this.add(s, amount);
+      for (const p of PERIODS) this.add(periodKey(s, p, ts), amount);
     }
   }
 
@@ -159,7 +165,26 @@ export class BudgetStore implements Credits {
 
   /** The estimate reserved for `requestId`, or null when it holds no reservation. */
   reservedFor(requestId: string): number | null {
-    return this.reservations.get(requestId)?.amount ?? null;
+    return this.reservations.get(requestId)?.estimate ?? null;
+  }
+
+  /** Durable first, through NoWaitWrites as a reservation is; memory once written. */
+  coverCharged(requestId: string, charged: number): MaybePromise<void> {
+    const r = this.reservations.get(requestId);
+    if (!r || r.estimate + charged <= r.amount) return;
+    const amount = r.estimate + charged;
+    const write = (): void => this.raiseReservation(requestId, amount);
+    const written = this.noWait ? this.noWait.run(write) : gated(this.gate, write);
+    if (isPromise(written)) return written.then(() => this.holdMore(requestId, amount));
+    this.holdMore(requestId, amount);
+  }
+
+  /** The memory half of coverCharged, unless the reservation was settled while its write waited. */
+  private holdMore(requestId: string, amount: number): void {
+    const r = this.reservations.get(requestId);
+    if (!r || amount <= r.amount) return;
+    this.addHeld(r.scopes, r.ts, amount - r.amount);
+    r.amount = amount;
   }
 
   /** A reservation whose row cannot be written keeps the larger of its estimate and the provider's figure. */
@@ -177,10 +202,7 @@ export class BudgetStore implements Credits {
     const r = this.reservations.get(requestId);
     if (!r) return;
     this.reservations.delete(requestId);
-    for (const s of r.scopes) {
-      this.add(s, -r.amount);
-      for (const p of PERIODS) this.add(periodKey(s, p, r.ts), -r.amount);
-    }
+    this.addHeld(r.scopes, r.ts, -r.amount);
   }
 
   inFlight(): number {
