@@ -84,6 +84,22 @@ export class Accounting {
     return failure('STORAGE_UNAVAILABLE', undefined, { 'retry-after': String(retryAfterSeconds(err)) });
   }
 
+  /**
+   * Before a retry of `requestId`'s call, whose earlier attempts the provider said charged
+   * `charged` credits: its reservation raised to cover them too, durably, so that a crash
+   * during the retry is charged all that was billed. When that cannot be written the retry is
+   * refused (503 STORAGE_UNAVAILABLE), as a call whose reservation cannot be written is.
+   */
+  coverCharged(requestId: string, charged: number): MaybePromise<Failure | null> {
+    let written: MaybePromise<void>;
+    try {
+      written = this.credits.coverCharged(requestId, charged);
+    } catch (err) {
+      return this.unwritable(err);
+    }
+    return isPromise(written) ? written.then(() => null, (err: unknown) => this.unwritable(err)) : null;
+  }
+
   /** The estimate `requestId` holds, or null when it reserved nothing. */
   reservedFor(requestId: string): number | null {
     return this.credits.reservedFor(requestId);

@@ -16,7 +16,7 @@ export interface Provider {
 }
 
 /** The request a provider call is made for: its id and trace go with the call. */
-export type CallOrigin = Pick<UpstreamCall, 'requestId' | 'traceContext' | 'tenant' | 'onQueued'>;
+export type CallOrigin = Pick<UpstreamCall, 'requestId' | 'traceContext' | 'tenant' | 'onQueued' | 'beforeRetry'>;
 
 /** One provider call's result, shared by the leader and every follower that joined it. */
 export interface FetchResult {
@@ -95,7 +95,7 @@ export class Fetcher {
     const query = upstreamQuery(req, fwd.strategy, fwd.maxage);
     // Before anything is sent: how fresh the answer is known to be counts from here, not from its arrival.
     const calledAt = this.clock.now();
-    const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext, tenant: origin.tenant, onQueued: origin.onQueued });
+    const outcome = await this.provider.call({ path: req.endpoint.path, query, requestId: origin.requestId, traceContext: origin.traceContext, tenant: origin.tenant, onQueued: origin.onQueued, beforeRetry: origin.beforeRetry });
     answered?.(outcome);
     const now = this.clock.now();
     const base = { key, endpoint: req.endpoint.name, identity: req.identity, storedAt: now, calledAt };

@@ -144,7 +144,13 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
         return refusedAnswer(deps, miss, refused, trace);
       }
       // Queued, the claim says so: other tenants' requests on other replicas stop waiting for it.
-      const origin = { requestId, traceContext: miss.traceContext, tenant: keyTenant(miss.key), onQueued: held ? (waiting: boolean) => held!.queued(waiting) : undefined };
+      const origin = {
+        requestId,
+        traceContext: miss.traceContext,
+        tenant: keyTenant(miss.key),
+        onQueued: held ? (waiting: boolean) => held!.queued(waiting) : undefined,
+        beforeRetry: (charged: number) => deps.accounting.coverCharged(requestId, charged),
+      };
       const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, origin, settleNow && settleWhenAnswered(deps, requestId, settleNow, trace));
       return answerFetched(deps, miss, result, true, trace);
     } finally {

@@ -214,6 +214,9 @@ export class UpstreamClient {
       if (delay === null) return current;
       last = current;
       if (!(await sleep(delay, state.signal))) return { ...last, outcome: this.refresh(state, last.outcome) };
+      // Nothing is spent at the provider that the caller could not cover durably first.
+      const refused = state.creditsReported && state.call.beforeRetry ? await state.call.beforeRetry(state.creditsReported) : null;
+      if (refused) return { ...last, outcome: failOf(state, 'unavailable', refused, this.clock.now()) };
     }
   }
 

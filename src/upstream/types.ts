@@ -65,6 +65,12 @@ export interface UpstreamCall {
    * joined by another tenant, nor waited on by one that joined it before (coalesce.ts).
    */
   readonly onQueued?: (waiting: boolean) => void;
+  /**
+   * Asked before each retry once earlier attempts' answers said they charged credits
+   * (`charged`, in all): what the caller does to cover them durably first (its reservation
+   * raised). A Failure sends no retry: the call fails with it, the charges reported kept.
+   */
+  readonly beforeRetry?: (charged: number) => Failure | null | Promise<Failure | null>;
 }
 
 /** Why a call failed, for the cache's decisions (negative caching, stale fallback). */
