@@ -68,3 +68,22 @@ describe('a reservation whose write failed after it landed', () => {
     expect(await b.ledger.recoverAbandoned()).toEqual({ requests: 0, credits: 0 }); // was 1 request charged 5
   }, 20_000);
 });
+
+describe('a reservation charged as abandoned by another replica while its call is retried', () => {
+  it('cannot be raised to cover a retry: coverCharged refuses, so the retry is not sent without a row covering it', async () => {
+    const db = await freshDatabase();
+    cleanups.push(db.drop);
+    const direct = openPool(db.url, { max: 2 });
+    cleanups.push(() => direct.end());
+    await migrate(direct);
+    const a = await replica(db.url, direct);
+    const call = { requestId: 'req-retried', ts: T0, keyId: 'key_a', endpoint: 'profile', identity: null, estimate: 3 };
+    expect(await a.credits.tryReserve(call, LIMITS)).toBeNull();
+    await a.credits.coverCharged('req-retried', 1);
+    expect(await reservedNow(direct)).toBe(4);
+    // What another replica's recovery does with the row of a replica whose lease it saw lapse.
+    await direct.query("DELETE FROM reservations WHERE request_id = 'req-retried'");
+    await expect(a.credits.coverCharged('req-retried', 2)).rejects.toMatchObject({ name: 'StorageUnavailable', code: 'LEASE_LAPSED' });
+    expect(await reservedNow(direct)).toBe(0);
+  }, 20_000);
+});

@@ -170,14 +170,17 @@ export class PgCredits implements Credits {
 
   /**
    * Other replicas read reserved totals from the row, so raising it is all there is; never
-   * lowered, and only while the lease holds: once it may have lapsed, another replica may
-   * charge the row as abandoned, and the retry it would cover must not be made.
+   * lowered, and only while the lease holds and the row is there: once the lease may have
+   * lapsed, or has and another replica charged the row as abandoned, the retry it would cover
+   * must not be made.
    */
   async coverCharged(requestId: string, charged: number): Promise<void> {
     const mine = this.mine.get(requestId);
     if (!mine) return;
     if (this.lease && !this.lease.healthy()) throw new StorageUnavailable('postgres', 'LEASE_LAPSED', this.lease.heartbeatMs);
-    await this.pool.query('UPDATE reservations SET estimate = GREATEST(estimate, $1) WHERE request_id = $2 AND owner = $3', [mine.estimate + charged, requestId, this.owner]);
+    const r = await this.pool.query('UPDATE reservations SET estimate = GREATEST(estimate, $1) WHERE request_id = $2 AND owner = $3', [mine.estimate + charged, requestId, this.owner]);
+    // Gone: another replica charged it as abandoned (this lease lapsed meanwhile), and no row covers a retry.
+    if (r.rowCount === 0) throw new StorageUnavailable('postgres', 'LEASE_LAPSED', this.lease?.heartbeatMs ?? 1_000);
     this.changed();
   }
 
