@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { systemClock, type Clock } from './domain/clock.js';
-import { ConfigError, type Config } from './config.js';
+import type { Config } from './config.js';
 import { assembleGateway, providerBudgets } from './gateway/assemble.js';
 import { createLogger, type Logger } from './obs/logger.js';
 import { readiness } from './obs/health.js';
@@ -13,7 +13,7 @@ import { retentionMs } from './domain/cache-policy.js';
 import type { EndpointName } from './domain/endpoints.js';
 import { listenError, StartupError } from './domain/startup-error.js';
 import { configSummary } from './obs/config-summary.js';
-import type { UpstreamSettings } from './upstream/types.js';
+import { upstreamSettings } from './upstream/settings.js';
 import { PROVIDER_SCOPE } from './domain/credits.js';
 import { openBackend, openStorage, SqliteBackendClass, type SqliteBackend } from './store/open.js';
 import { isPromise } from './store/ports.js';
@@ -69,14 +69,6 @@ export interface EmbeddedCosts {
   readonly budgets: SqliteBackend['credits'];
   /** Write the batched ledger rows and rate windows now. */
   flush(): void;
-}
-
-/** The upstream settings, or a ConfigError naming what `serve` cannot run without. */
-export function upstreamSettings(config: Readonly<Config>): UpstreamSettings {
-  const { url, apiKey, ...rest } = config.upstream;
-  if (!url) throw new ConfigError('Invalid configuration:\n  upstream.url: required (or set TOLLGATE_UPSTREAM_URL)');
-  if (!apiKey) throw new ConfigError('Invalid configuration:\n  upstream.apiKey: required (or set TOLLGATE_UPSTREAM_API_KEY)');
-  return { ...rest, url: url.replace(/\/+$/, ''), apiKey };
 }
 
 export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { upstreamSettings } from '../app.js';
+import { upstreamSettings } from '../upstream/settings.js';
 import { OPTION_BY_PATH, readEnv, type Sensitivity } from '../config-env.js';
 import { ConfigError, resolveConfig, sourceOf, type ConfigIssue } from '../config.js';
 import { maskPasswords } from '../domain/url-password.js';

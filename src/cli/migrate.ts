@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
 import { StorageMissing } from '../domain/startup-error.js';
-import { migrateEmbeddedData, migrateSharedSchema, type CopyReport } from '../store/open.js';
-import { CliError, configFrom, examples, jsonOption, printJson, type GlobalOpts } from './common.js';
+import type { CopyReport } from '../store/open.js';
+import { CliError, configFrom, examples, jsonOption, printJson, storageModule, type GlobalOpts } from './common.js';
 
 /** Both commands work on the shared backend of the configuration; without one there is nothing to do. */
 function sharedConfig(cmd: Command): Readonly<Config> {
@@ -85,7 +85,7 @@ export function registerMigrate(program: Command): void {
   examples(migrate, [
     ['a deploy step before the new replicas start', 'TOLLGATE_DATABASE_URL=postgres://tollgate@db:5432/tollgate TOLLGATE_REDIS_URL=redis://redis:6379 tollgate migrate'],
   ]).action(async function (this: Command, o: { json?: boolean }) {
-    const r = await migrateSharedSchema(sharedConfig(this));
+    const r = await (await storageModule()).migrateSharedSchema(sharedConfig(this));
     if (o.json) return printJson({ database: r.location, schema: { from: r.from, to: r.to } });
     console.log(`PostgreSQL schema of ${r.location}: version ${r.from} → ${r.to}${r.from === r.to ? ' (already up to date)' : ''}`);
   });
@@ -101,7 +101,7 @@ export function registerMigrate(program: Command): void {
     ['keys, credit usage and the ledger, without the cache', 'tollgate migrate-data --from ./data'],
   ]).action(async function (this: Command, o: { from: string; cache?: boolean; json?: boolean }) {
     const config = sharedConfig(this);
-    const report = await migrateEmbeddedData(config, { from: o.from, cache: o.cache === true }).catch((err: unknown) => {
+    const report = await (await storageModule()).migrateEmbeddedData(config, { from: o.from, cache: o.cache === true }).catch((err: unknown) => {
       if (!(err instanceof StorageMissing)) throw err;
       const hint = err.part === 'main' ? '--from must be the data directory of an embedded installation' : 'there is no cache to copy: drop --cache';
       throw new CliError(`migrate-data: no ${err.storage} at ${err.location}; ${hint}`);

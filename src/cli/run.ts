@@ -3,10 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApp, openApp } from '../app.js';
-import { closeOnSignals } from '../obs/lifecycle.js';
-import { startSimulator } from '../simulator/index.js';
 import { CliError, configFrom, examples, jsonOption, portNumber, printJson, type GlobalOpts } from './common.js';
+
+/** The gateway, its lifecycle and the simulator, loaded when a command that runs them runs (see storageModule). */
+const gatewayModules = () => Promise.all([import('../app.js'), import('../obs/lifecycle.js'), import('../simulator/index.js')]);
 
 interface ServeOpts extends GlobalOpts {
   port?: string;
@@ -26,6 +26,7 @@ export function registerRun(program: Command): void {
     ['a config file, on port 9000', 'tollgate serve --config /etc/tollgate/tollgate.yaml --port 9000'],
   ]).action(async function (this: Command) {
       const config = configFrom(this.optsWithGlobals<ServeOpts>());
+      const [{ openApp }, { closeOnSignals }] = await gatewayModules();
       const app = await openApp(config);
       const url = await app.listen();
       app.logger.info({ url }, 'tollgate listening');
@@ -44,6 +45,7 @@ export function registerRun(program: Command): void {
     ['a provider for a gateway on this machine', 'tollgate simulator --port 8090 --api-key sim_provider_key'],
     ['its address for a script (port 0: any free port)', 'tollgate simulator --port 0 --json'],
   ]).action(async (o: { port: string; host: string; apiKey: string; latency: string; json?: boolean }) => {
+      const [, , { startSimulator }] = await gatewayModules();
       const sim = await startSimulator({ port: portNumber(o.port), host: o.host, apiKey: o.apiKey, latencyMs: Number(o.latency) || 0 });
       // One line, not indented: a script reads it while the process keeps running.
       if (o.json) console.log(JSON.stringify({ url: sim.url, api_key: o.apiKey, stats_url: `${sim.url}/__sim/stats` }));
@@ -72,6 +74,7 @@ export function registerRun(program: Command): void {
       const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
       process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }));
       const simKey = 'sim_' + randomBytes(12).toString('hex');
+      const [{ createApp }, { closeOnSignals }, { startSimulator }] = await gatewayModules();
       const sim = await startSimulator({ port: 0, apiKey: simKey });
       const host = opts.host ?? '127.0.0.1';
       const config = configFrom({ ...opts, dataDir, host, upstreamUrl: sim.url });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { upstreamSettings } from '../../src/app.js';
+import { upstreamSettings } from '../../src/upstream/settings.js';
 import { validateConfig } from '../../src/config.js';
 import { systemClock } from '../../src/domain/clock.js';
 import { assembleGateway } from '../../src/gateway/assemble.js';
