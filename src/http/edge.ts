@@ -19,6 +19,19 @@ export function isV1Path(url: string): boolean {
   return url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?');
 }
 
+/**
+ * A request target in absolute form (`GET http://gateway:8080/v1/profile?… HTTP/1.1`, as a client
+ * configured to use the gateway as a proxy sends it), as origin form and the authority it
+ * names; null for any other target. RFC 9112 §3.2.2: a server MUST accept it, and MUST then take
+ * the host from the target, not from the Host field. A target with userinfo is not one.
+ */
+export function originForm(target: string): { path: string; authority: string } | null {
+  const m = /^https?:\/\/([^/?#@]+)([/?][^#]*)?$/i.exec(target);
+  if (!m) return null;
+  const rest = m[2] ?? '/';
+  return { authority: m[1]!, path: rest.startsWith('?') ? `/${rest}` : rest };
+}
+
 /** The refusal of a request arriving while the gateway drains (probes excepted: src/http/ops-routes.ts). */
 export const DRAINING: Failure = failure('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry on another instance.');
 

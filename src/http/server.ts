@@ -4,7 +4,7 @@ import { trustedProxies } from './client-ip.js';
 import { controlPlane } from './control-plane.js';
 import { dataPlane } from './data-plane.js';
 import type { ServerDeps } from './deps.js';
-import { isV1Path, readsNoFurther } from './edge.js';
+import { isV1Path, originForm, readsNoFurther } from './edge.js';
 import { connectRefusal } from './parser-errors.js';
 
 export type { ServerDeps } from './deps.js';
@@ -21,6 +21,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const app = controlPlane(deps, trusted, (fastifyHandler) => {
     const handle = (req: IncomingMessage, res: ServerResponse): void => {
       if (readsNoFurther(req)) res.setHeader('connection', 'close');
+      // Both planes route, log and check Origin by origin form and Host (edge.ts originForm).
+      const absolute = originForm(req.url!);
+      if (absolute) {
+        req.url = absolute.path;
+        req.headers.host = absolute.authority;
+      }
       if (isV1Path(req.url!)) data.handle(req, res);
       else fastifyHandler(req, res);
     };
