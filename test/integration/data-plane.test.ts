@@ -26,8 +26,8 @@ import { SIM_KEY, startStack, type Stack } from '../helpers/stack.js';
  *      longer one is not waited for, and the answer closes the connection.
  *   5. The lookups are matched on the path as sent: a percent-encoded spelling of one
  *      (`/v1/profil%65`) is 404 for every method (it was 404 for GET, 405 for POST).
- *   6. An absolute-form target (`http://host/v1/…`, sent to proxies) is not /v1: 404 for
- *      every method (it was 405 for the methods with a 405 route).
+ *   6. An absolute-form target (`http://host/v1/…`, sent to proxies) is served as its origin
+ *      form (RFC 9112 §3.2.2: a server MUST accept it): the lookup's answers for every method.
  *   7. A refusal of a path that is not valid percent-encoding closes the connection during
  *      the drain, like every other answer then.
  */
@@ -123,8 +123,9 @@ describe('method × path, pass-through off', () => {
       [ALL, '/nope', notFound('none')],
       [ALL, '/V1/profile', notFound('none')],
       [ALL, '/nope/%zz', badPath('none')],
-      // An absolute-form target is not a /v1 path (isV1Path). CHANGED (6): 404 for every method.
-      [ALL, 'http://x/v1/profile?person.id=1', notFound('none')],
+      // CHANGED (6): an absolute-form target is its origin form's.
+      [READS, `http://x${LOOKUP}`, ex(200, '', 'key', 'profile', 'requests:profile')],
+      [[...DENIED, ...OTHER], `http://x${LOOKUP}`, LOOKUP_405],
     ]),
   )('%s %s', async (method, path, e) => {
     check(await observe(plain, rawRequest(plain, method, path), method === 'HEAD'), e, method === 'HEAD');
@@ -151,8 +152,9 @@ describe('method × path, pass-through on', () => {
       [ALL, '/v1/%zz', badPath('ip')],
       // CHANGED (3): `unmatched` for GET and HEAD too.
       [ALL, LONG, ex(414, 'URI_TOO_LONG', 'ip', '-', 'requests:unmatched')],
-      // CHANGED (3, 6).
-      [ALL, 'http://x/v1/profile?person.id=1', notFound('none')],
+      // CHANGED (6).
+      [READS, `http://x${LOOKUP}`, ex(200, '', 'key', 'profile', 'requests:profile')],
+      [[...DENIED, ...OTHER], `http://x${LOOKUP}`, LOOKUP_405],
     ]),
   )('%s %s', async (method, path, e) => {
     check(await observe(pt, rawRequest(pt, method, path), method === 'HEAD'), e, method === 'HEAD');
