@@ -60,6 +60,31 @@ export function startCli(
   });
 }
 
+/** The "tollgate listening" log line; its URL is group 1 or 2 (pino may write the fields in either order). */
+export const LISTENING = /"url":"(http:\/\/[^"]+)"[^\n]*tollgate listening|tollgate listening[^\n]*"url":"(http:\/\/[^"]+)"/;
+
+/**
+ * The environment of a `tollgate serve` in front of `upstream`, on loopback and a port the
+ * kernel picks, logging at info (so that it says where it listens); `more` adds or overrides.
+ */
+export function serveEnv(dataDir: string, upstream: { url: string; key: string }, more: Record<string, string> = {}): Record<string, string> {
+  return {
+    TOLLGATE_DATA_DIR: dataDir,
+    TOLLGATE_UPSTREAM_URL: upstream.url,
+    TOLLGATE_UPSTREAM_API_KEY: upstream.key,
+    TOLLGATE_HOST: '127.0.0.1',
+    TOLLGATE_PORT: '0',
+    TOLLGATE_LOG_LEVEL: 'info',
+    ...more,
+  };
+}
+
+/** `tollgate serve` as its own process (the built CLI); resolves with its base URL once it listens. */
+export async function serveCli(env: Record<string, string>, timeoutMs = 20_000): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const s = await startCli(['serve'], env, LISTENING, timeoutMs);
+  return { child: s.child, url: (s.match[1] ?? s.match[2])!, output: s.output };
+}
+
 /** Wait for a child to exit; resolves its exit code. */
 export function exited(child: ChildProcess, timeoutMs = 15_000): Promise<number | null> {
   return new Promise((resolve, reject) => {

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { redisPrefixOf } from '../../src/store/redis/client.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
-import { CLI, runCli, type CliResult } from './cli.js';
+import { runCli, serveCli, serveEnv, type CliResult } from './cli.js';
 import { freshDatabase } from './postgres.js';
 import { redisClient } from './redis.js';
 
@@ -81,16 +81,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const sim = await startSimulator({ apiKey: SIM_KEY, ...opts.sim });
   const db = opts.database ?? (await freshDatabase());
   const redisUrl = opts.redisUrl ?? REDIS_URL;
-  const base: Record<string, string> = {
-    TOLLGATE_DATA_DIR: dir,
-    TOLLGATE_UPSTREAM_URL: sim.url,
-    TOLLGATE_UPSTREAM_API_KEY: SIM_KEY,
-    TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
-    TOLLGATE_HOST: '127.0.0.1',
-    TOLLGATE_PORT: '0',
-    TOLLGATE_LOG_LEVEL: 'info',
-    TOLLGATE_REDIS_URL: redisUrl,
-  };
+  const base = serveEnv(dir, { url: sim.url, key: SIM_KEY }, { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, TOLLGATE_REDIS_URL: redisUrl });
   const configFile = (name: string, tree: Tree) => {
     const file = join(dir, `${name}.yaml`);
     writeFileSync(file, JSON.stringify(tree));
@@ -155,28 +146,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
 }
 
 /** `tollgate serve` as its own process; resolves once it listens (on a port the kernel chose). */
-function serve(index: number, env: Record<string, string>, children: Set<ChildProcess>): Promise<Replica> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`replica ${index} did not start: ${out}`)), 20_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /"url":"(http:\/\/[^"]+)"[^\n]*tollgate listening|tollgate listening[^\n]*"url":"(http:\/\/[^"]+)"/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ index, url: (m[1] ?? m[2])!, child, output: () => out });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      children.delete(child);
-      clearTimeout(timer);
-      reject(new Error(`replica ${index} exited (${code}): ${out}`));
-    });
+async function serve(index: number, env: Record<string, string>, children: Set<ChildProcess>): Promise<Replica> {
+  const s = await serveCli(env).catch((err: Error) => {
+    throw new Error(`replica ${index}: ${err.message}`);
   });
+  children.add(s.child);
+  s.child.once('exit', () => children.delete(s.child));
+  return { index, url: s.url, child: s.child, output: s.output };
 }
 
 function gone(child: ChildProcess): Promise<void> {

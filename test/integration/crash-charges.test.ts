@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { CLI, runCli } from '../helpers/cli.js';
+import { exited, runCli, serveCli, serveEnv } from '../helpers/cli.js';
 
 /**
  * `kill -9` of a gateway with paid provider calls in flight (issue #11 §1): the provider bills
@@ -26,45 +25,13 @@ beforeAll(async () => {
   // Every call goes out at once: none waits in the gateway's queue (one key may hold every slot).
   const config = join(dataDir, 'tollgate.yaml');
   writeFileSync(config, `upstream:\n  maxConcurrency: ${CALLS}\n  teamSharePercent: 100\n  connections: ${CALLS}\n`);
-  env = {
-    TOLLGATE_CONFIG: config,
-    TOLLGATE_DATA_DIR: dataDir,
-    TOLLGATE_UPSTREAM_URL: sim.url,
-    TOLLGATE_UPSTREAM_API_KEY: SIM_KEY,
-    TOLLGATE_HOST: '127.0.0.1',
-    TOLLGATE_PORT: '0',
-    TOLLGATE_LOG_LEVEL: 'info',
-  };
+  env = serveEnv(dataDir, { url: sim.url, key: SIM_KEY }, { TOLLGATE_CONFIG: config });
 });
 
 afterAll(async () => {
   await sim.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
-
-/** `tollgate serve` as its own process; resolves with its base URL once it listens. */
-function serve(): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}`)), 15_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /"url":"(http:\/\/[^"]+)"[^\n]*tollgate listening|tollgate listening[^\n]*"url":"(http:\/\/[^"]+)"/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: (m[1] ?? m[2])!, output: () => out });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`serve exited (${code}): ${out}`)));
-  });
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  return child.exitCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
-}
 
 async function waitFor(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
@@ -80,7 +47,7 @@ describe('kill -9 under paid load', () => {
     expect(created.code).toBe(0);
     const secret = (JSON.parse(created.stdout) as { key: string }).key;
 
-    const first = await serve();
+    const first = await serveCli(env);
     const pending = Array.from({ length: CALLS }, (_, i) =>
       request(`${first.url}/v1/profile?url=${encodeURIComponent(`https://www.linkedin.com/in/crash-${i}`)}&strategy=fetch`, {
         headers: { authorization: `Bearer ${secret}` },
@@ -98,7 +65,7 @@ describe('kill -9 under paid load', () => {
     expect(sim.creditsCharged()).toBe(CALLS * 3);
 
     // The next process charges what the dead one left in flight, before it serves.
-    const second = await serve();
+    const second = await serveCli(env);
     second.child.kill('SIGTERM');
     await exited(second.child);
     expect(second.output()).toMatch(/charged provider calls left in flight by a previous process/);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { exited, runCli, startCli } from '../helpers/cli.js';
+import { exited, runCli, serveCli, serveEnv } from '../helpers/cli.js';
 
 /**
  * `kill -9` while a call is being retried after a billed 512: the provider charged the first
@@ -23,15 +23,7 @@ beforeAll(async () => {
   const config = join(dataDir, 'tollgate.yaml');
   // The backoff is short, so the retry is in flight well before the slow answer comes.
   writeFileSync(config, 'upstream:\n  retries:\n    baseDelayMs: 10\n    maxDelayMs: 10\n');
-  env = {
-    TOLLGATE_CONFIG: config,
-    TOLLGATE_DATA_DIR: dataDir,
-    TOLLGATE_UPSTREAM_URL: sim.url,
-    TOLLGATE_UPSTREAM_API_KEY: SIM_KEY,
-    TOLLGATE_HOST: '127.0.0.1',
-    TOLLGATE_PORT: '0',
-    TOLLGATE_LOG_LEVEL: 'info',
-  };
+  env = serveEnv(dataDir, { url: sim.url, key: SIM_KEY }, { TOLLGATE_CONFIG: config });
 });
 
 afterAll(async () => {
@@ -39,15 +31,13 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const LISTENING = /"url":"(http:\/\/[^"]+)"[^\n]*tollgate listening|tollgate listening[^\n]*"url":"(http:\/\/[^"]+)"/;
-
 it('a retry after a billed 512, cut by kill -9: the next start charges the 512 and the retry', async () => {
   const created = await runCli(['keys', 'create', '--name', 'retry-crash', '--json'], env);
   expect(created.code).toBe(0);
   const secret = (JSON.parse(created.stdout) as { key: string }).key;
 
-  const first = await startCli(['serve'], env, LISTENING);
-  const url = first.match[1] ?? first.match[2]!;
+  const first = await serveCli(env);
+  const url = first.url;
   // The first attempt: a 512 that says it charged 1 credit. The retry: performed and billed (3), answered too late.
   sim.inject({ fault: { kind: 'status', status: 512, credits: 1 }, times: 1 });
   sim.inject({ fault: { kind: 'latency', ms: 5_000 }, times: 1 });
@@ -66,7 +56,7 @@ it('a retry after a billed 512, cut by kill -9: the next start charges the 512 a
   expect(sim.creditsCharged()).toBe(4);
 
   // The next process charges what the dead one left in flight, before it serves.
-  const second = await startCli(['serve'], env, LISTENING);
+  const second = await serveCli(env);
   second.child.kill('SIGTERM');
   await exited(second.child);
   expect(second.output()).toMatch(/charged provider calls left in flight by a previous process/);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { exited, runCli, startCli } from '../helpers/cli.js';
+import { exited, runCli, serveCli, serveEnv } from '../helpers/cli.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { REDIS_URL } from '../helpers/redis.js';
 
@@ -82,19 +82,8 @@ describe.each(backends)('hit counts on kill -9 and on a clean stop (%s)', (_name
   it('kill -9 under a hit load loses at most the last flush interval of hit counts, and no charge; a clean stop loses nothing', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-hitkill-'));
     const store = await storage();
-    const env = {
-      ...store.env,
-      TOLLGATE_DATA_DIR: dataDir,
-      TOLLGATE_UPSTREAM_URL: sim.url,
-      TOLLGATE_UPSTREAM_API_KEY: SIM_KEY,
-      TOLLGATE_HOST: '127.0.0.1',
-      TOLLGATE_PORT: '0',
-      TOLLGATE_LOG_LEVEL: 'info',
-    };
-    const serve = async () => {
-      const s = await startCli(['serve'], env, /"url":"(http:\/\/[^"]+)"[^\n]*tollgate listening|tollgate listening[^\n]*"url":"(http:\/\/[^"]+)"/);
-      return { child: s.child, url: (s.match[1] ?? s.match[2])! };
-    };
+    const env = serveEnv(dataDir, { url: sim.url, key: SIM_KEY }, store.env);
+    const serve = () => serveCli(env);
     try {
       const created = await runCli(['keys', 'create', '--name', 'hit-team', '--json'], env);
       expect(created.code, created.stderr).toBe(0);
