@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { KeyInputError } from '../admin/keys.js';
 import { tokenDigest } from '../domain/keys.js';
+import { NOT_UTF8_QUERY, utf8Escapes } from '../domain/params.js';
 import type { TrustedProxies } from '../domain/trusted-proxies.js';
 import { isStorageError } from '../store/write-gate.js';
 import { registerAssets } from './assets.js';
@@ -43,6 +44,10 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps, tru
           const s = await auth.load(request);
           if (!s) return seeOther(reply, request.method === 'GET' ? '/dashboard/sign-in' : '/dashboard/sign-in?ended=1');
           request.dashboardSession = s;
+          // The query parser keeps an escape that is not UTF-8 as its text (?actor=%E9ric filtered
+          // for the literal "%E9ric", found nobody, answered 200): refused, as /admin refuses it.
+          const q = request.url.indexOf('?');
+          if (q >= 0 && !utf8Escapes(request.url.slice(q + 1))) return errorPage(request, reply, 400, NOT_UTF8_QUERY, 'INVALID_PARAMETER');
           if (request.method !== 'GET' && request.method !== 'HEAD' && !auth.csrfOk(request, s)) {
             return errorPage(request, reply, 403, 'The form was refused: it did not come from this dashboard page (a missing or stale CSRF token, or another site). Reload the page and try again.', 'CSRF_REJECTED');
           }

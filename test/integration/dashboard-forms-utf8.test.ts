@@ -34,3 +34,19 @@ describe('a dashboard form that is not UTF-8', () => {
     expect((await admin('GET', '/keys')).json.keys).toContainEqual(expect.objectContaining({ name: 'josé 1' }));
   });
 });
+
+describe('a dashboard page whose query is not UTF-8', () => {
+  it('the audit filter: 400 with its request id (was 200, the filter the literal "%E9ric", matching nobody)', async () => {
+    for (const query of ['actor=%E9ric', 'target=over%C0%AFlong', 'from=%FF']) {
+      const r = await d.get(`/dashboard/audit?${query}`);
+      expect(r.status).toBe(400);
+      expect(r.text).toContain("not UTF-8");
+      expect(r.headers['x-request-id']).toMatch(/^req_/);
+    }
+  });
+
+  it('a UTF-8 query is read as before', async () => {
+    const r = await d.get(`/dashboard/audit?actor=${encodeURIComponent('josé')}`);
+    expect(r.status).toBe(200);
+  });
+});
