@@ -103,7 +103,7 @@ function oneOf<T extends string>(q: URLSearchParams, name: string, allowed: read
 function intParam(q: URLSearchParams, name: string, min: number, max: number, def: number): number | Failure {
   const v = q.get(name);
   if (v === null) return def;
-  const n = /^\d{1,9}$/.test(v) ? Number(v) : NaN;
+  const n = /^\d{1,10}$/.test(v) ? Number(v) : NaN;
   return n >= min && n <= max ? n : invalid(name, `expected an integer from ${min} to ${max}`);
 }
 
@@ -155,7 +155,9 @@ export function parseRequest(def: EndpointDef, rawQuery: string): SimRequest | F
 
   const sortField = def.posts ? oneOf(q, 'sort_field', SORT_FIELDS, 'id') : 'id';
   if (typeof sortField !== 'string') return sortField;
-  const offset = def.posts ? intParam(q, 'offset', 0, 999_999_999, 0) : 0;
+  // The spec shows no maximum; the gateway admits up to 1,000,000,000 (README), and so does this
+  // model of the provider: at 999,999,999 it refused, after the call, what the gateway had admitted.
+  const offset = def.posts ? intParam(q, 'offset', 0, 1_000_000_000, 0) : 0;
   if (typeof offset !== 'number') return offset;
   const pageSize = def.posts ? intParam(q, 'page_size', 1, 100, 10) : 10;
   if (typeof pageSize !== 'number') return pageSize;

@@ -77,6 +77,13 @@ describe('the four lookups, end to end', () => {
     }
   });
 
+  it('the largest offset the gateway admits is answered (an empty page), not refused by the provider after the call', async () => {
+    const r = await s.get('/v1/company/posts?org_id=1&offset=1000000000');
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    expect(r.json.data.posts).toEqual([]);
+    expect(r.json.meta.pagination).toMatchObject({ offset: 1_000_000_000, has_more: false, next_offset: null });
+  });
+
   it('supports HEAD with the same status and headers and no body', async () => {
     const r = await s.get('/v1/company?org_id=9', { method: 'HEAD' });
     expect(r.status).toBe(200);
