@@ -9,7 +9,7 @@ import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput 
 import { registerUsageRoutes } from './usage-routes.js';
 import { budgetsView, deleteTeam, deletionRefusal, deletionView, keyWithBudgets, listTeams, setTeam, showTeam } from './teams.js';
 import { cacheStatsView } from './cache.js';
-import { isStorageError } from '../store/write-gate.js';
+import { isStorageError } from '../store/storage-errors.js';
 import { BODY_LIMIT_BYTES } from '../http/edge.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { purgeChange } from '../domain/audit.js';

@@ -3,7 +3,7 @@ import { KeyInputError } from '../admin/keys.js';
 import { tokenDigest } from '../domain/keys.js';
 import { NOT_UTF8_QUERY, utf8Escapes } from '../domain/params.js';
 import type { TrustedProxies } from '../domain/trusted-proxies.js';
-import { isStorageError } from '../store/write-gate.js';
+import { isStorageError } from '../store/storage-errors.js';
 import { registerAssets } from './assets.js';
 import { errorPage, type DashboardDeps } from './context.js';
 import { acceptForms, securityHeaders, seeOther } from './http.js';

@@ -4,7 +4,7 @@ import type { ApiKey } from '../domain/keys.js';
 import { isTeamScope, TEAM_SCOPE_PREFIX, teamScope } from '../domain/teams.js';
 import type { LedgerRow } from '../domain/ledger.js';
 import { isPromise, type Credits, type Ledger, type MaybePromise, type RefusingBudget, type ScopeBudgets } from '../store/ports.js';
-import { isStorageError, retryAfterSeconds } from '../store/write-gate.js';
+import { isStorageError, retryAfterSeconds } from '../store/storage-errors.js';
 
 export interface AccountingOptions {
   /** Estimated cost of one provider call per endpoint name (and `passthrough`). */

@@ -3,7 +3,7 @@ import { failure, type Failure } from '../domain/errors.js';
 import type { ApiKey } from '../domain/keys.js';
 import { ADVISORY, parseRatePolicies, rateDecision, rateHeaders, rateStates, resetSeconds, type PolicyCount, type RatePolicy } from '../domain/rate-limit.js';
 import { isPromise, type Keys, type LastUsed, type MaybePromise, type RateCounters } from '../store/ports.js';
-import { isStorageError, retryAfterSeconds } from '../store/write-gate.js';
+import { isStorageError, retryAfterSeconds } from '../store/storage-errors.js';
 import { authenticate, type Refused } from './auth.js';
 
 /**

@@ -4,7 +4,7 @@ import type { Budget } from '../domain/credits.js';
 import { parseRatePolicies } from '../domain/rate-limit.js';
 import type { Logger } from '../obs/logger.js';
 import type { StorageBackend } from '../store/backend.js';
-import { StorageUnavailable } from '../store/write-gate.js';
+import { StorageUnavailable } from '../store/storage-errors.js';
 import { Accounting } from './accounting.js';
 import { Admission, type AddressCounters } from './admission.js';
 import { Fetcher, type Provider } from './fetcher.js';

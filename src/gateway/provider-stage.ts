@@ -10,7 +10,7 @@ import type { LookupTrace } from '../domain/trace.js';
 import type { TraceContext } from '../domain/trace-context.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
 import { isPromise, type MaybePromise } from '../store/ports.js';
-import { isStorageError } from '../store/write-gate.js';
+import { isStorageError } from '../store/storage-errors.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
 import { missedProviderFallback, Released, TENANT_QUEUED, type Freshness } from './coalesce.js';

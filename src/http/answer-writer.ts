@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { pipeline, type Readable } from 'node:stream';
 import { errorAnswer, type Answer } from '../domain/answer.js';
 import { failure, type Failure } from '../domain/errors.js';
-import { isStorageError } from '../store/write-gate.js';
+import { isStorageError } from '../store/storage-errors.js';
 import type { LookupTrace } from '../domain/trace.js';
 import type { TraceContext } from '../domain/trace-context.js';
 import { RequestLines, requestFields } from '../obs/request-log.js';

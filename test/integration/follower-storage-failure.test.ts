@@ -3,7 +3,7 @@ import { Fetcher } from '../../src/gateway/fetcher.js';
 import type { LookupDeps } from '../../src/gateway/pipeline.js';
 import type { CacheEntry } from '../../src/domain/cache-entry.js';
 import type { ResponseCache } from '../../src/store/ports.js';
-import { StorageUnavailable } from '../../src/store/write-gate.js';
+import { StorageUnavailable } from '../../src/store/storage-errors.js';
 import { harness, lookup, turns } from '../helpers/pipeline-harness.js';
 
 /*

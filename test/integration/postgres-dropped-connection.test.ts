@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction, openPool } from '../../src/store/postgres/pool.js';
-import { isStorageError } from '../../src/store/write-gate.js';
+import { isStorageError } from '../../src/store/storage-errors.js';
 import { freshDatabase } from '../helpers/postgres.js';
 
 /**

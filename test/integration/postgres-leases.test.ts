@@ -10,7 +10,7 @@ import { PgLedger } from '../../src/store/postgres/ledger.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { AbandonedRecovery } from '../../src/store/postgres/recovery.js';
 import { migrate } from '../../src/store/postgres/schema.js';
-import { StorageUnavailable } from '../../src/store/write-gate.js';
+import { StorageUnavailable } from '../../src/store/storage-errors.js';
 import { eventually, row, sleep, T0, unique } from '../contract/support.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { tcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { CHANGES_CHANNEL, PgChangeFeed, stampPayload } from '../../src/store/postgres/change-feed.js';
 import { inTransaction, openPool } from '../../src/store/postgres/pool.js';
 import type { FailoverPool } from '../../src/store/postgres/failover-pool.js';
-import { isStorageError } from '../../src/store/write-gate.js';
+import { isStorageError } from '../../src/store/storage-errors.js';
 import { netPartition, type Partition } from '../helpers/net-partition.js';
 import { freshDatabase } from '../helpers/postgres.js';
 

@@ -5,7 +5,7 @@ import type { RatePolicy } from '../../src/domain/rate-limit.js';
 import { closeRedis, openRedis } from '../../src/store/redis/client.js';
 import { RedisRateCounters } from '../../src/store/redis/rate-counters.js';
 import { FallbackRateCounters } from '../../src/store/shared/rate-fallback.js';
-import { isStorageError } from '../../src/store/write-gate.js';
+import { isStorageError } from '../../src/store/storage-errors.js';
 import { freePort } from '../helpers/free-port.js';
 
 /*

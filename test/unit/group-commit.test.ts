@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { NoWaitWrites } from '../../src/store/sqlite/no-wait.js';
-import { StorageUnavailable, WriteGate } from '../../src/store/write-gate.js';
+import { WriteGate } from '../../src/store/write-gate.js';
+import { StorageUnavailable } from '../../src/store/storage-errors.js';
 
 /**
  * NoWaitWrites' group commit (issue #16, a miss's CPU): the writes asked for in one turn share

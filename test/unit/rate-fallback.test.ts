@@ -4,7 +4,7 @@ import { FakeClock } from '../../src/domain/clock.js';
 import { ADVISORY, parseRatePolicies } from '../../src/domain/rate-limit.js';
 import type { RateCounters } from '../../src/store/ports.js';
 import { FallbackRateCounters, type OnStoreFailure } from '../../src/store/shared/rate-fallback.js';
-import { isStorageError, StorageUnavailable } from '../../src/store/write-gate.js';
+import { isStorageError, StorageUnavailable } from '../../src/store/storage-errors.js';
 
 /**
  * What rate limits do while Redis cannot be reached (limits.onStoreFailure), with the errors

@@ -2,7 +2,7 @@ import { SimpleError, type RedisClientType } from 'redis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RatePolicy } from '../../src/domain/rate-limit.js';
 import { RedisRateCounters } from '../../src/store/redis/rate-counters.js';
-import { isStorageError } from '../../src/store/write-gate.js';
+import { isStorageError } from '../../src/store/storage-errors.js';
 
 /**
  * After a Redis restart the counting script is sent again (EVALSHA answers NOSCRIPT, then

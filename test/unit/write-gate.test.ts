@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { FlushTimer } from '../../src/store/flush-timer.js';
-import { StorageUnavailable, WriteGate } from '../../src/store/write-gate.js';
+import { WriteGate } from '../../src/store/write-gate.js';
+import { StorageUnavailable } from '../../src/store/storage-errors.js';
 
 const busy = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
 

@@ -2,7 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { budgetState, periodEnd, periodStart, refusingScope, type BudgetState, type Period } from '../../domain/credits.js';
 import type { Reservation } from '../../domain/ledger.js';
 import type { Credits, RefusingBudget, ScopeBudgets } from '../ports.js';
-import { StorageUnavailable } from '../write-gate.js';
+import { StorageUnavailable } from '../storage-errors.js';
 import { inTransaction } from './pool.js';
 
 type Queryable = Pool | PoolClient;

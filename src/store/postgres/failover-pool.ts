@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { isNetworkStoreFailure } from '../write-gate.js';
+import { isNetworkStoreFailure } from '../storage-errors.js';
 
 /**
  * A failure that says the connection itself is gone or unanswering (the network, the server

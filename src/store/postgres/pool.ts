@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { StartupError } from '../../domain/startup-error.js';
-import { isNetworkStoreFailure } from '../write-gate.js';
+import { isNetworkStoreFailure } from '../storage-errors.js';
 import { FailoverPool } from './failover-pool.js';
 
 /**

@@ -3,7 +3,7 @@ import type { PolicyCount, RatePolicy } from '../../domain/rate-limit.js';
 import type { RateCounters } from '../ports.js';
 import type { StorageLog } from '../backend.js';
 import { WindowCounters } from '../window-counters.js';
-import { isStorageError, StorageUnavailable } from '../write-gate.js';
+import { isStorageError, StorageUnavailable } from '../storage-errors.js';
 
 /** What rate limits do while the shared counters cannot be reached (config limits.onStoreFailure). */
 export type OnStoreFailure = 'open' | 'closed';

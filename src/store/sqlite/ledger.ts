@@ -8,7 +8,8 @@ import { LedgerWriter } from './ledger-writer.js';
 import { UsageTally } from '../usage-tally.js';
 import { detailStatement, queryDetail, queryUsage, RAW_FROM_DAY, usageResult, usageStatement } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
-import { gated, isStorageError, type WriteGate } from '../write-gate.js';
+import { gated, type WriteGate } from '../write-gate.js';
+import { isStorageError } from '../storage-errors.js';
 import type { LedgerRow, UsageDetail, UsageGroup, UsageRow } from '../../domain/ledger.js';
 
 export { type LedgerRow } from './ledger-rows.js';

@@ -1,4 +1,5 @@
-import { isStorageError, type WriteGate } from '../write-gate.js';
+import type { WriteGate } from '../write-gate.js';
+import { isStorageError } from '../storage-errors.js';
 import { isPromise } from '../ports.js';
 import type { DB } from './db.js';
 
