@@ -73,7 +73,9 @@ export function canonicalUrl(input: string, kind: EntityKind, domain: string): U
   const slug = decodeSegment(segments[1]);
   if (slug === null) return { ok: false, reason: 'slug' };
 
-  const parts = [root, encodeURIComponent(foldVanityCase(slug))];
+  const folded = foldVanityCase(slug);
+  if (folded === null) return { ok: false, reason: 'slug' };
+  const parts = [root, encodeURIComponent(folded)];
   if (root === 'pub') {
     // A /pub/ path names its member by all of it (/pub/name/1a/2b/3c, /pub/dir/first/last) and
     // its segments have no fixed shape, so none can be told apart from a sub-page: every one is
@@ -112,8 +114,15 @@ function decodeSegment(segment: string | undefined): string | null {
   return decoded;
 }
 
-/** Vanity slugs are case-insensitive; member-id slugs are opaque tokens whose case is significant. */
-function foldVanityCase(slug: string): string {
-  // Lowercasing can denormalize (e.g. U+0130), so normalize again to stay idempotent.
-  return MEMBER_ID.test(slug) ? slug : slug.toLowerCase().normalize('NFC');
+/**
+ * Vanity slugs are case-insensitive; member-id slugs are opaque tokens whose case is significant.
+ * Null for a slug whose lowercase is not NFC (`J\u030C` → `j\u030C`, which NFC composes to `ǰ`):
+ * the provider reads NFC, then lowercase, so `J\u030C` and `ǰ` are two members to it, while any
+ * URL forwarded for the first is normalized by it into the second. Normalizing again after the
+ * fold (as Tollgate did) merged them: one member's data served for the other. Refused, not guessed.
+ */
+function foldVanityCase(slug: string): string | null {
+  if (MEMBER_ID.test(slug)) return slug;
+  const lower = slug.toLowerCase();
+  return lower === lower.normalize('NFC') ? lower : null;
 }

@@ -16,7 +16,7 @@ interface ProfilePath {
 }
 const model = (p: ProfilePath): string => {
   const nfc = (x: string) => x.normalize('NFC');
-  const slug = /^AC[ow]AA/.test(nfc(p.slug)) ? nfc(p.slug) : nfc(p.slug).toLowerCase().normalize('NFC');
+  const slug = /^AC[ow]AA/.test(nfc(p.slug)) ? nfc(p.slug) : nfc(p.slug).toLowerCase();
   return [p.root, slug, ...(p.root === 'pub' ? p.rest.map(nfc) : [])].join('/');
 };
 

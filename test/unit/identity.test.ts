@@ -22,6 +22,9 @@ describe('canonicalUrl: spellings of one entity share one identity', () => {
     ['https://www.linkedin.com/in/jane-doe/details/experience/', '/in/jane-doe'],
     ['https://www.linkedin.com/in/j%C3%BCrgen', '/in/j%C3%BCrgen'],
     ['https://www.linkedin.com/in/ju%CC%88rgen', '/in/j%C3%BCrgen'], // NFD → NFC
+    ['https://www.linkedin.com/in/%C7%B0-doe', '/in/%C7%B0-doe'], // ǰ, precomposed: only a capital J + caron is refused
+    ['https://www.linkedin.com/in/j%CC%8C-doe', '/in/%C7%B0-doe'], // small j + caron is ǰ after NFC
+    ['https://www.linkedin.com/in/%C4%B0lker', '/in/i%CC%87lker'], // İ lowercases to i + dot, which is NFC
     ['https://www.linkedin.com/in/JÜRGEN', '/in/j%C3%BCrgen'],
     ['  https://www.linkedin.com/in/jane-doe  ', '/in/jane-doe'],
     ['https://www.linkedin.com./in/jane-doe', '/in/jane-doe'],
@@ -141,6 +144,13 @@ describe('canonicalUrl: invalid URLs', () => {
     'https://www.linkedin.com/in/jane-doe/%2e',
     'https://www.linkedin.com/pub/jane-doe/1a/x/../2b/3c',
     'https://www.linkedin.com/pub/jane-doe/1a/%2e%2e/2b',
+    // A slug whose lowercase is not NFC: J + caron lowercases to j + caron, which NFC composes to ǰ,
+    // another member to the provider (it reads NFC, then lowercase); so for W/Y + ring, T + diaeresis.
+    'https://www.linkedin.com/in/J%CC%8C-doe',
+    'https://www.linkedin.com/in/J\u030C-doe',
+    'https://www.linkedin.com/pub/W%CC%8A/1a/2b',
+    'https://www.linkedin.com/in/aY%CC%8A',
+    'https://www.linkedin.com/in/T%CC%88',
   ])('%j is refused', (input) => {
     expect(canonicalUrl(input, 'profile', D).ok).toBe(false);
   });
@@ -187,7 +197,7 @@ describe('canonicalUrl properties', () => {
   });
 
   it('never maps two different slugs to one identity', () => {
-    const norm = (s: string) => (/^AC[ow]AA/.test(s) ? s.normalize('NFC') : s.normalize('NFC').toLowerCase().normalize('NFC'));
+    const norm = (s: string) => (/^AC[ow]AA/.test(s) ? s.normalize('NFC') : s.normalize('NFC').toLowerCase());
     fc.assert(
       fc.property(slug, slug, (a, b) => {
         fc.pre(norm(a) !== norm(b));
