@@ -77,3 +77,68 @@ describe('every URL spelling Tollgate answers is answered with the member the pr
     );
   });
 });
+
+describe('every lookup Tollgate answers, from its cache or not, is the answer the provider gives that query (property)', () => {
+  type Q = Array<[string, string]>;
+  const id = fc.tuple(fc.constantFrom('', '0', '00'), fc.integer({ min: 1, max: 40 })).map(([z, n]) => `${z}${n}`);
+  const profileUrl = fc.tuple(fc.constantFrom('https://www.', '', 'HTTPS://DE.', 'm.'), fc.constantFrom('in', 'IN'), fc.constantFrom('ann', 'Ann', 'bob', 'BOB', 'ACoAAx', 'ACoAAX'), fc.constantFrom('', '/', '?x=1', '/details/x'))
+    .map(([p, r, sl, e]) => `${p}linkedin.com/${r}/${sl}${e}`);
+  const companyUrl = fc.tuple(fc.constantFrom('https://www.', '', 'http://uk.'), fc.constantFrom('company', 'school', 'COMPANY'), fc.constantFrom('acme', 'Acme', 'zeta'), fc.constantFrom('', '/', '/about/', '#x'))
+    .map(([p, r, sl, e]) => `${p}linkedin.com/${r}/${sl}${e}`);
+  const some = (pairs: Array<[string, fc.Arbitrary<string>]>): fc.Arbitrary<Q> =>
+    fc.tuple(...pairs.map(([k, v]) => fc.option(v.map((x): [string, string] => [k, x]), { nil: undefined }))).map((xs) => xs.filter((x) => x !== undefined));
+  const filter = fc.constantFrom('default', 'current', 'revisions', 'distincts');
+  const posts = (): Array<[string, fc.Arbitrary<string>]> => [
+    ['sort_field', fc.constantFrom('id', 'post_date')],
+    ['offset', fc.constantFrom('0', '00', '5', '05', '10', '30')],
+    ['page_size', fc.constantFrom('1', '5', '10', '010', '25', '100')],
+  ];
+  const lookup = fc.oneof(
+    fc.tuple(fc.constant('/v1/profile'), some([['url', profileUrl], ['person.id', id], ['user_id', id], ['profile_id', id], ['experience_filter', filter], ['education_filter', filter], ['summary_filter', fc.constantFrom('default', 'last_complete')]])),
+    fc.tuple(fc.constant('/v1/profile/posts'), some([['url', profileUrl], ['person.id', id], ['profile_id', id], ...posts()])),
+    fc.tuple(fc.constant('/v1/company'), some([['url', companyUrl], ['company.id', id], ['org_id', id]])),
+    fc.tuple(fc.constant('/v1/company/posts'), some([['url', companyUrl], ['company.id', id], ['org_id', id], ...posts()])),
+  );
+
+  /** Strategies change where an answer comes from, never whose it is: the simulator's data is a function of the query's entity and variants. */
+  const strategy = (path: string) =>
+    path.endsWith('/posts') ? fc.constantFrom<Q>([], [['strategy', 'fetch']], [['strategy', 'cached']]) : fc.constantFrom<Q>([], [['strategy', 'fetch']], [['strategy', 'strict'], ['maxage', '60']], [['strategy', 'besteffort'], ['maxage', '1']]);
+  const withStrategy = lookup.chain(([path, q]) => strategy(path).map((st): [string, Q] => [path, [...q, ...st]]));
+
+  async function agrees(st: Stack, path: string, q: Q): Promise<void> {
+    const query = new URLSearchParams(q).toString();
+    const r = await st.get(`${path}?${query}`);
+    if (r.status !== 200) return;
+    const d = await request(`${st.sim.url}${path}?${query}`, { dispatcher: direct, headers: { authorization: `Bearer ${SIM_KEY}` } });
+    const own = (await d.body.json()) as { data: unknown; meta: { pagination?: unknown } };
+    expect(d.statusCode).toBe(200);
+    expect(r.json.data, query).toEqual(own.data);
+    expect(r.json.meta.pagination, query).toEqual(own.meta.pagination);
+  }
+
+  it('data (and paging) equal to the provider asked directly with the same query', async () => {
+    await fc.assert(
+      fc.asyncProperty(withStrategy, ([path, q]) => agrees(s, path, q)),
+      { numRuns: 400 },
+    );
+  });
+
+  it('also for concurrent lookups, which share provider calls (coalescing) only when they are one query', async () => {
+    // A slow provider, so that the lookups of one batch overlap and identical misses merge.
+    const slow = await startStack({ sim: { latencyMs: 25 } });
+    try {
+      // Each query up to three times, among others: followers of one call, and near misses that must not follow it.
+      const batches = fc
+        .array(withStrategy, { minLength: 2, maxLength: 5 })
+        .chain((base) => fc.shuffledSubarray([...base, ...base, ...base], { minLength: 2 }));
+      await fc.assert(
+        fc.asyncProperty(batches, async (batch) => {
+          await Promise.all(batch.map(([path, q]) => agrees(slow, path, q)));
+        }),
+        { numRuns: 40 },
+      );
+    } finally {
+      await slow.close();
+    }
+  });
+});
