@@ -78,7 +78,8 @@ export function parseNetworkUrl(raw: string, entity: EntityKind): Identity | nul
   if (!section || !rawSlug || !SECTIONS[entity].includes(section)) return null;
   const slug = MEMBER_ID.test(rawSlug) ? rawSlug : rawSlug.toLowerCase();
   // A /pub/ path names one member by all of its segments; other sections by the slug alone.
-  const tail = section === 'pub' ? segs.slice(2).map((x) => '/' + x.toLowerCase()).join('') : '';
+  // NFC like the slug (DESIGN: a URL is read percent-decoded, then NFC): `e` + combining acute and `é` are one segment.
+  const tail = section === 'pub' ? segs.slice(2).map((x) => '/' + x.normalize('NFC').toLowerCase()).join('') : '';
   const value = `${section}/${slug}${tail}`;
   return { param: 'url', value, slug, section, key: `url:${value}` };
 }
