@@ -175,12 +175,16 @@ export class BudgetStore implements Credits {
     const amount = r.estimate + charged;
     const write = (): void => this.raiseReservation(requestId, amount);
     const written = this.noWait ? this.noWait.run(write) : gated(this.gate, write);
-    if (isPromise(written)) return written.then(() => this.holdMore(requestId, amount));
-    this.holdMore(requestId, amount);
+    if (isPromise(written)) return written.then(() => this.holdAtLeast(requestId, amount));
+    this.holdAtLeast(requestId, amount);
   }
 
-  /** The memory half of coverCharged, unless the reservation was settled while its write waited. */
-  private holdMore(requestId: string, amount: number): void {
+  /**
+   * `requestId`'s reservation holds at least `amount` in memory, unless it was settled meanwhile:
+   * coverCharged's memory half, and a charged row kept for a retry (LedgerStore), whose charge the
+   * budgets must count until it is written, not only its estimate.
+   */
+  holdAtLeast(requestId: string, amount: number): void {
     const r = this.reservations.get(requestId);
     if (!r || amount <= r.amount) return;
     this.addHeld(r.scopes, r.ts, amount - r.amount);

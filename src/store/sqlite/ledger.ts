@@ -90,8 +90,12 @@ export class LedgerStore implements Ledger {
     }
   }
 
-  /** Kept, and retried by the flush; the durable reservation covers a crash meanwhile. */
+  /**
+   * Kept, and retried by the flush; the durable reservation covers a crash meanwhile, and until
+   * then the reservation in memory holds the charge, however far it is beyond the estimate.
+   */
   private keep(row: LedgerRow): void {
+    this.budgets.holdAtLeast(row.requestId, row.credits);
     this.retry.push(row);
     this.timer.schedule();
   }
