@@ -168,6 +168,11 @@ export class BudgetStore implements Credits {
     return this.reservations.get(requestId)?.estimate ?? null;
   }
 
+  /** A dead process's reservation storage refused to charge at startup (LedgerStore retries): counted until it is. */
+  holdAbandoned(r: Reservation, scopes: readonly string[] | null): void {
+    this.hold(r, scopes ?? this.withTeam(r.keyId));
+  }
+
   /** Durable first, through NoWaitWrites as a reservation is; memory once written. */
   coverCharged(requestId: string, charged: number): MaybePromise<void> {
     const r = this.reservations.get(requestId);

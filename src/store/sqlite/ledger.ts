@@ -3,14 +3,14 @@ import type { NoWaitWrites } from './no-wait.js';
 import type { DB } from './db.js';
 import { FlushTimer } from '../flush-timer.js';
 import { type BudgetStore } from './budgets.js';
-import { AbandonedReservations } from './ledger-recovery.js';
+import { AbandonedReservations, type AbandonedCharged, type AbandonedReservation } from './ledger-recovery.js';
 import { LedgerWriter } from './ledger-writer.js';
 import { UsageTally } from '../usage-tally.js';
 import { detailStatement, queryDetail, queryUsage, RAW_FROM_DAY, usageResult, usageStatement } from './usage-report.js';
 import type { ReadWorker } from './read-worker.js';
 import { gated, type WriteGate } from '../write-gate.js';
 import { isStorageError } from '../storage-errors.js';
-import type { LedgerRow, UsageDetail, UsageGroup, UsageRow } from '../../domain/ledger.js';
+import { abandonedCharge, type LedgerRow, type UsageDetail, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 
 export { type LedgerRow } from './ledger-rows.js';
 export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
@@ -26,6 +26,8 @@ export interface LedgerOptions {
   reader?: ReadWorker | null;
   /** The server's: a charged row's write never waits for a lock on the event loop (no-wait.ts). */
   noWait?: NoWaitWrites | null;
+  /** A dead process's reservations that storage refused at startup were charged since, by a flush. */
+  onAbandonedCharged?: (r: { requests: number; credits: number }) => void;
 }
 
 /**
@@ -58,6 +60,9 @@ export class LedgerStore implements Ledger {
   private readonly onWriteError: (err: Error) => void;
   private readonly gate: WriteGate | null;
   private readonly noWait: NoWaitWrites | null;
+  private readonly onAbandonedCharged: (r: { requests: number; credits: number }) => void;
+  /** A dead process's reservations that storage refused to charge at startup: tried again by every flush. */
+  private abandonedLeft: readonly AbandonedReservation[] = [];
 
   constructor(
     private readonly db: DB,
@@ -71,6 +76,7 @@ export class LedgerStore implements Ledger {
     this.abandoned = new AbandonedReservations(db);
     this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.writeQueued(), opts.onWriteError);
     this.onWriteError = opts.onWriteError ?? (() => {});
+    this.onAbandonedCharged = opts.onAbandonedCharged ?? (() => {});
   }
 
   /** Record one request's row; never throws for a storage failure (see the class comment). */
@@ -121,6 +127,11 @@ export class LedgerStore implements Ledger {
 
   private writeQueued(): void {
     this.timer.cancel();
+    if (this.abandonedLeft.length > 0) {
+      const c = this.chargeAbandoned(this.abandonedLeft);
+      if (c.requests > 0) this.onAbandonedCharged({ requests: c.requests, credits: c.credits });
+      if (c.refused.length > 0) throw c.failed;
+    }
     while (this.retry.length > 0) {
       const row = this.retry[0]!;
       try {
@@ -164,10 +175,28 @@ export class LedgerStore implements Ledger {
 
   /**
    * Charge every reservation left in the table by a process that died with calls in flight,
-   * at its estimate, marked unsettled. Run once at startup, before any request.
+   * at its estimate, marked unsettled. Run once at startup, before any request. Those storage
+   * refuses (a lock held, a full disk) are held in the budgets and tried again by the flush
+   * until written, not left for the next start, which may be weeks away; throws the first failure.
    */
   recoverAbandoned(): { requests: number; credits: number } {
-    return this.abandoned.recover((row) => this.writer.writeSettled(row));
+    const c = this.chargeAbandoned(this.abandoned.list());
+    if (c.refused.length > 0) this.timer.schedule();
+    if (c.failed) throw c.failed;
+    return { requests: c.requests, credits: c.credits };
+  }
+
+  /**
+   * One pass over `rows`. Refused by storage: held in the budgets and kept for the next flush.
+   * Refused for a reason of their own: given up as a charged row is (giveUp), its charge counted
+   * in memory, its reservation left for the next start.
+   */
+  private chargeAbandoned(rows: readonly AbandonedReservation[]): AbandonedCharged {
+    const c = this.abandoned.charge(rows, (row) => this.writer.writeSettled(row));
+    for (const r of c.refused) if (this.budgets.reservedFor(r.requestId) === null) this.budgets.holdAbandoned(r, r.scopes);
+    for (const { row, err } of c.broken) this.giveUp(abandonedCharge(row), err);
+    this.abandonedLeft = c.refused;
+    return c;
   }
 
   /** Usage including rows not yet flushed; throws UsageRangePruned (see usage-report.ts). */

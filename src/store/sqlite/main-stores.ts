@@ -71,7 +71,8 @@ export class MainStores {
     // A request's own writes (its reservation, its charged row) never wait for a lock on the event loop.
     const noWait = gate && new NoWaitWrites(this.db, gate);
     this.budgets = new BudgetStore(this.db, gate, noWait);
-    this.ledger = new LedgerStore(this.db, this.budgets, { gate, onWriteError, reader: opts.reader, noWait });
+    const onAbandonedCharged = (r: { requests: number; credits: number }) => log?.warn(r, ABANDONED_CHARGED);
+    this.ledger = new LedgerStore(this.db, this.budgets, { gate, onWriteError, reader: opts.reader, noWait, onAbandonedCharged });
     if (!server) return;
     recoverReservations(this.ledger, log);
     this.alerts.releaseLeases();
@@ -88,20 +89,20 @@ export class MainStores {
   }
 }
 
+const ABANDONED_CHARGED = 'charged provider calls left in flight by a previous process at their estimates (ledger rows marked unsettled)';
+
 /**
  * Reservations left in tollgate.db by a process that died with provider calls in flight are
  * charged at their estimate, marked unsettled, before this one serves: the provider may have
- * billed those calls, and budgets must count them. A failure here is logged and retried at the
- * next start; the rows stay until then.
+ * billed those calls, and budgets must count them. Those storage refuses now (a lock, a full
+ * disk) count in the budgets meanwhile and are charged by the ledger's flush once it can write.
  */
 function recoverReservations(ledger: LedgerStore, log: StorageLog | undefined): void {
   try {
     const r = ledger.recoverAbandoned();
-    if (r.requests > 0) {
-      log?.warn(r, 'charged provider calls left in flight by a previous process at their estimates (ledger rows marked unsettled)');
-    }
+    if (r.requests > 0) log?.warn(r, ABANDONED_CHARGED);
   } catch (err) {
-    log?.error({ err }, 'could not charge the reservations of a previous process; retried at the next start');
+    log?.error({ err }, 'could not charge every reservation of a previous process now; they count in the budgets and are charged once tollgate.db can be written (one refused for a reason of its own: at the next start)');
   }
 }
 
