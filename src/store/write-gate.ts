@@ -35,6 +35,8 @@ export class WriteGate {
   private failures = 0;
   private failuresTotal = 0;
   private retryAt = 0;
+  /** The length of the current backoff: retryAt is never further ahead than this. */
+  private backoffMs = 0;
   private failingSince: number | null = null;
   private code: string | null = null;
 
@@ -84,8 +86,19 @@ export class WriteGate {
 
   /** Now, when the gate lets a write through; StorageUnavailable while it is shut and within its backoff. */
   private openAt(): number {
-    const now = this.opts.clock.now();
+    const now = this.backoffFrom();
     if (this.failures > 0 && now < this.retryAt) throw new StorageUnavailable(this.database, this.code ?? 'UNKNOWN', this.retryAt - now);
+    return now;
+  }
+
+  /**
+   * Now, with the backoff's end brought back within one backoff of it: a wall clock stepped back
+   * while the gate was shut (NTP, a VM resumed) left that end as far ahead as the step, and every
+   * write was refused until then — an hour's step, an hour of 503s for every miss.
+   */
+  private backoffFrom(): number {
+    const now = this.opts.clock.now();
+    if (this.retryAt - now > this.backoffMs) this.retryAt = now + this.backoffMs;
     return now;
   }
 
@@ -132,7 +145,7 @@ export class WriteGate {
    * instance unready, sends it none.
    */
   probe(write: () => void): void {
-    if (this.failures === 0 || this.opts.clock.now() < this.retryAt) return;
+    if (this.failures === 0 || this.backoffFrom() < this.retryAt) return;
     try {
       this.run(write);
     } catch {
@@ -159,7 +172,8 @@ export class WriteGate {
     const max = this.opts.maxBackoffMs ?? 5_000;
     this.failures++;
     this.failuresTotal++;
-    this.retryAt = now + Math.min(max, base * 2 ** Math.min(this.failures - 1, 20));
+    this.backoffMs = Math.min(max, base * 2 ** Math.min(this.failures - 1, 20));
+    this.retryAt = now + this.backoffMs;
     this.code = sqliteCode(err);
     if (this.failingSince === null) {
       this.failingSince = now;

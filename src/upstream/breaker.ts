@@ -82,7 +82,11 @@ export class CircuitBreaker {
 
   state(): BreakerState {
     if (this.mode !== 'open') return this.mode;
-    return this.opts.clock.now() - this.openedAt >= this.opts.cooldownMs ? 'half_open' : 'open';
+    const now = this.opts.clock.now();
+    // A wall clock stepped back (NTP, a VM resumed) put the opening in the future: the cooldown
+    // counts from now, or the provider stayed closed to every team for the length of the step.
+    if (now < this.openedAt) this.openedAt = now;
+    return now - this.openedAt >= this.opts.cooldownMs ? 'half_open' : 'open';
   }
 
   /**
@@ -142,12 +146,14 @@ export class CircuitBreaker {
 
   /** Whether the window holds enough calls, a high enough failure rate, over enough entities. */
   private tripped(): boolean {
-    const since = this.opts.clock.now() - this.opts.windowMs;
+    const now = this.opts.clock.now();
+    const since = now - this.opts.windowMs;
     let calls = 0;
     let failures = 0;
     const entities = new Set<string>();
     for (const b of this.buckets) {
-      if (b.start <= since) continue;
+      // A bucket started after now was counted before the clock stepped back: older than the window in real time.
+      if (b.start <= since || b.start > now) continue;
       calls += b.calls;
       failures += b.failures;
       for (const e of b.entities) entities.add(e);

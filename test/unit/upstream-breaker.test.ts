@@ -288,3 +288,28 @@ function setupFail(breaker: CircuitBreaker): void {
   for (let i = 0; i < 10; i++) breaker.acquire(`e${i}`)!.record('failure');
   expect(breaker.state()).toBe('open');
 }
+
+describe('a wall clock stepped back (NTP, a VM resumed)', () => {
+  it('an open breaker turns half-open one cooldown later, not the length of the step later', () => {
+    const { clock, breaker, failMany } = setup();
+    failMany(10);
+    expect(breaker.state()).toBe('open');
+    clock.advance(-3_600_000);
+    expect(breaker.state()).toBe('open');
+    // Was open for the hour the clock went back, plus the cooldown: no call for any team meanwhile.
+    clock.advance(SETTINGS.cooldownMs);
+    expect(breaker.state()).toBe('half_open');
+    expect(breaker.acquire('e-new')).not.toBeNull();
+  });
+
+  it('failures counted before the step do not stay in the window for the length of the step', () => {
+    const { clock, breaker, failMany } = setup();
+    failMany(9); // one call short of minimumCalls
+    expect(breaker.state()).toBe('closed');
+    // Half a bucket more than an hour back: the next failure lands in another bucket than those 9.
+    clock.advance(-3_600_500);
+    // An hour and more later in real time, those 9 are older than the 10 s window: one failure alone trips nothing.
+    failMany(1, 100);
+    expect(breaker.state()).toBe('closed');
+  });
+});

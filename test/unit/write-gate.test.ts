@@ -7,6 +7,23 @@ import { StorageUnavailable } from '../../src/store/storage-errors.js';
 const busy = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
 
 describe('WriteGate', () => {
+  it('a clock stepped back while shut keeps it shut for one backoff at most, not for the length of the step', () => {
+    const clock = new FakeClock(1_000_000_000);
+    const gate = new WriteGate('tollgate.db', { clock, baseBackoffMs: 100, maxBackoffMs: 350 });
+    expect(() =>
+      gate.run(() => {
+        throw busy();
+      }),
+    ).toThrow('database is locked');
+    // NTP steps the clock back an hour: the backoff's end, an hour and 100 ms ahead now, was refusing every write until then.
+    clock.advance(-3_600_000);
+    expect(() => gate.run(() => 1)).toThrow(StorageUnavailable);
+    expect(() => gate.assertOpen()).toThrow(StorageUnavailable);
+    clock.advance(100);
+    expect(gate.run(() => 1)).toBe(1);
+    expect(gate.state().ok).toBe(true);
+  });
+
   it('after a failure refuses without trying until its backoff passes; backoff doubles up to the cap; a success reopens it', () => {
     const clock = new FakeClock(1_000_000);
     const changes: Array<string | null> = [];
