@@ -47,6 +47,8 @@ export class Shaper {
   /** Start times inside the current rate window, oldest first. */
   private readonly starts: number[] = [];
   private pausedUntil = 0;
+  /** The length of the last pause asked for: pausedUntil is never further ahead than this. */
+  private pauseMs = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private closed = false;
@@ -67,14 +69,29 @@ export class Shaper {
 
   /** Epoch ms until which no new request may start (0 when not paused). */
   pausedUntilMs(): number {
-    return this.pausedUntil > this.opts.clock.now() ? this.pausedUntil : 0;
+    const now = this.steadyNow();
+    return this.pausedUntil > now ? this.pausedUntil : 0;
   }
 
   /** A provider 429 stops all new starts until `untilMs`; in-flight requests carry on. */
   pauseUntil(untilMs: number): void {
     if (untilMs <= this.pausedUntil) return;
+    this.pauseMs = untilMs - this.opts.clock.now();
     this.pausedUntil = untilMs;
     this.pump();
+  }
+
+  /**
+   * Now, with the pause and the rate window's starts brought back within reach of it: a wall
+   * clock stepped back (NTP, a VM resumed) left them as far in the future as the step, and no
+   * call went to the provider, for any team, until then. The pause ends at most its own length
+   * from now; a start from "the future" counts as made now, so the provider's rate still holds.
+   */
+  private steadyNow(): number {
+    const now = this.opts.clock.now();
+    if (this.pausedUntil - now > this.pauseMs) this.pausedUntil = now + this.pauseMs;
+    for (let i = this.starts.length - 1; i >= 0 && this.starts[i]! > now; i--) this.starts[i] = now;
+    return now;
   }
 
   /**
@@ -142,7 +159,7 @@ export class Shaper {
 
   /** Earliest instant the time-based rules (pause, rate window) allow a start. */
   private notBefore(): number {
-    const now = this.opts.clock.now();
+    const now = this.steadyNow();
     let t = this.pausedUntil;
     const rl = this.opts.rateLimit;
     if (rl && rl.count > 0) {

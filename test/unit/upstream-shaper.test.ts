@@ -109,6 +109,39 @@ describe('Shaper', () => {
     release(next!);
   });
 
+  it('a clock stepped back during a pause waits the pause out from now at most, not the length of the step', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 5, 1));
+    const s = new Shaper({ maxConcurrency: 5, tenantSharePercent: 100, queueSize: 5, rateLimit: null, clock });
+    s.pauseUntil(clock.now() + 30);
+    clock.advance(-3_600_000);
+    let next: SlotResult | undefined;
+    void s.acquire().then((r) => (next = r));
+    await tick(50);
+    expect(next).toBeUndefined();
+    expect(s.pausedUntilMs()).toBe(clock.now() + 30);
+    // Was paused for the hour the clock went back: no provider call for any team meanwhile.
+    clock.advance(30);
+    await tick(50);
+    expect(next?.ok).toBe(true);
+    release(next!);
+  });
+
+  it('a clock stepped back inside a full rate window waits one window from now at most', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 5, 1));
+    const s = new Shaper({ maxConcurrency: 10, tenantSharePercent: 100, queueSize: 10, rateLimit: { count: 2, perMs: 40 }, clock });
+    release(await s.acquire());
+    release(await s.acquire());
+    clock.advance(-3_600_000);
+    let third: SlotResult | undefined;
+    void s.acquire().then((r) => (third = r));
+    await tick(60);
+    expect(third).toBeUndefined(); // the two starts still count: never more than the provider's rate
+    clock.advance(40);
+    await tick(60);
+    expect(third?.ok).toBe(true);
+    release(third!);
+  });
+
   it('with the system clock, waits out the rate window in real time', async () => {
     const s = new Shaper({ maxConcurrency: 10, tenantSharePercent: 100, queueSize: 10, rateLimit: { count: 1, perMs: 50 }, clock: systemClock });
     const t0 = Date.now();
