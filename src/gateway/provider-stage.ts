@@ -1,5 +1,4 @@
 import type { Answer } from '../domain/answer.js';
-import { errorAnswer } from '../domain/answer.js';
 import type { CacheEntry } from '../domain/cache-entry.js';
 import { decide, staleEligible, staleUsable, type Decision } from '../domain/cache-policy.js';
 import type { EndpointDef } from '../domain/endpoints.js';
@@ -13,6 +12,7 @@ import { isPromise, type MaybePromise } from '../store/ports.js';
 import { isStorageError } from '../store/storage-errors.js';
 import { forwardAnswer, forwardFailure, staleAnswer } from './answers.js';
 import { answerHit, entryTtlMs } from './cache-stage.js';
+import { fallbackNow, localFallback, refusedAnswer } from './stale-fallback.js';
 import { missedProviderFallback, Released, TENANT_QUEUED, type Freshness } from './coalesce.js';
 import { creditsOf, sharedFromCache, type FetchResult } from './fetcher.js';
 import { chargeReported, chargeReservation, type SettleNow } from './frame.js';
@@ -77,9 +77,10 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
     if (!entered.leader) {
       const result = await entered.result;
       if (!(result instanceof Released)) {
+        const now = result.outcome.ok ? miss : await fallbackNow(deps, miss);
         // Besteffort joined a call without the provider's fallback, which failed: unless a stored entry falls back, call once on its own.
-        if (ownFallback || result.outcome.ok || !missedProviderFallback(entered.call, freshness, result.outcome.kind) || localFallback(deps, miss)) {
-          return answerFetched(deps, miss, result, false, trace);
+        if (ownFallback || result.outcome.ok || !missedProviderFallback(entered.call, freshness, result.outcome.kind) || localFallback(deps, now)) {
+          return answerFetched(deps, now, result, false, trace);
         }
         ownFallback = true;
         continue;
@@ -152,7 +153,7 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
         beforeRetry: (charged: number) => deps.accounting.coverCharged(requestId, charged),
       };
       const result = await deps.fetcher.call(lead, miss.req, miss.cacheKey, freshness, origin, settleNow && settleWhenAnswered(deps, requestId, settleNow, trace));
-      return answerFetched(deps, miss, result, true, trace);
+      return answerFetched(deps, result.outcome.ok ? miss : await fallbackNow(deps, miss), result, true, trace);
     } finally {
       // The answer is stored (or the call failed, or was refused): the replicas waiting for it go on.
       // Not awaited: the release runs beside the ledger write, not before the answer. end() never
@@ -202,23 +203,6 @@ async function settled(r: MaybePromise<Failure | null> | null): Promise<void> {
 function herdMiss(miss: Miss, freshness: Freshness): HerdMiss {
   const need = { endpoint: miss.def.name, strategy: miss.req.strategy, maxage: miss.req.maxage };
   return { cacheKey: miss.cacheKey, freshness, need, requestId: miss.requestId, arrivedAt: miss.now, tenant: keyTenant(miss.key) };
-}
-
-/** Whether besteffort's stored entry can answer for a failed call (as answerFetched and refusedAnswer decide). */
-function localFallback(deps: LookupDeps, miss: Miss): boolean {
-  const { entry } = miss;
-  return miss.decision.staleFallback && entry !== null && entry.status === 200 && staleUsable(deps.cacheConfig, miss.def.name, entry.storedAt, deps.clock.now());
-}
-
-/** The reservation was refused (429 budget, 503 storage): besteffort falls back to a stored entry. */
-function refusedAnswer(deps: LookupDeps, miss: Miss, refused: Failure, trace: LookupTrace): Answer {
-  const { entry } = miss;
-  if (miss.decision.staleFallback && entry && entry.status === 200 && staleUsable(deps.cacheConfig, miss.def.name, entry.storedAt, deps.clock.now())) {
-    trace.cache = 'STALE';
-    trace.creditsSaved = entry.credits;
-    return staleAnswer(entry, miss.requestId, miss.now, entryTtlMs(deps.cacheConfig, miss.def.name, 200), { forwarded: false, code: refused.code });
-  }
-  return errorAnswer(refused, miss.requestId);
 }
 
 /** The provider's answer, for the leader that paid for it or a follower that shared it for free. */
