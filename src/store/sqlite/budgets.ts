@@ -5,6 +5,7 @@ import type { Reservation } from '../../domain/ledger.js';
 import type { DB } from './db.js';
 import { gated, type WriteGate } from '../write-gate.js';
 import type { NoWaitWrites } from './no-wait.js';
+import { HeldCredits } from './held-credits.js';
 
 interface Usage {
   start: number;
@@ -28,14 +29,8 @@ interface Usage {
  */
 export class BudgetStore implements Credits {
   private readonly usage = new Map<string, Usage>();
-  /** Per request: its scopes, its estimate, and the amount held (the estimate, raised by coverCharged). */
-  private readonly reservations = new Map<string, { scopes: readonly string[]; estimate: number; amount: number; ts: number }>();
-  /**
-   * Credits in flight per scope, and per scope, period and period start (periodKey): a call is
-   * charged to the periods it arrived in, so it holds headroom in those only. A call still in
-   * flight at midnight must not refuse the new day's first call, with a Retry-After of a day.
-   */
-  private readonly reservedBy = new Map<string, number>();
+  /** Credits held by calls in flight, in memory. */
+  private readonly held = new HeldCredits();
   private readonly loadStmt;
   private readonly addStmt;
   private readonly insertReservationStmt;
@@ -77,14 +72,7 @@ export class BudgetStore implements Credits {
 
   /** Credits reserved by in-flight calls of `scope`. */
   reserved(scope: string): number {
-    return this.reservedBy.get(scope) ?? 0;
-  }
-
-  /** Credits reserved by in-flight calls of `scope` that arrived in the `period` containing `now`. */
-  private reservedIn(scope: string, period: Period, now: number): number {
-    // Nothing in flight, the usual case on a hit's path: no key to build.
-    if (this.reserved(scope) === 0) return 0;
-    return this.reservedBy.get(periodKey(scope, period, now)) ?? 0;
+    return this.held.reserved(scope);
   }
 
   /**
@@ -93,7 +81,7 @@ export class BudgetStore implements Credits {
    */
   reserve(r: Reservation, scopes: readonly string[]): void {
     gated(this.gate, () => this.insertReservation(r, scopes));
-    this.hold(r, scopes);
+    this.held.hold(r, scopes);
   }
 
   /**
@@ -104,7 +92,7 @@ export class BudgetStore implements Credits {
   private reserveNoWait(r: Reservation, scopes: readonly string[]): MaybePromise<void> {
     if (!this.noWait) return this.reserve(r, scopes);
     const written = this.noWait.run(() => this.insertReservation(r, scopes));
-    this.hold(r, scopes);
+    this.held.hold(r, scopes);
     if (!isPromise(written)) return;
     return written.then(
       () => {},
@@ -120,29 +108,9 @@ export class BudgetStore implements Credits {
     this.insertReservationStmt.run(r.requestId, r.ts, r.keyId, r.endpoint, r.identity, r.estimate, JSON.stringify(scopes));
   }
 
-  private hold(r: Reservation, scopes: readonly string[]): void {
-    this.release(r.requestId);
-    this.reservations.set(r.requestId, { scopes, estimate: r.estimate, amount: r.estimate, ts: r.ts });
-    this.addHeld(scopes, r.ts, r.estimate);
-  }
-
-  /** `amount` more (or less) held by a call of `scopes` that arrived at `ts`. */
-  private addHeld(scopes: readonly string[], ts: number, amount: number): void {
-    for (const s of scopes) {
-      this.add(s, amount);
-      for (const p of PERIODS) this.add(periodKey(s, p, ts), amount);
-    }
-  }
-
-  private add(k: string, amount: number): void {
-    const left = (this.reservedBy.get(k) ?? 0) + amount;
-    if (left > 0) this.reservedBy.set(k, left);
-    else this.reservedBy.delete(k);
-  }
-
   /** Every budget's state, per scope in the order given. */
   states(limits: readonly ScopeBudgets[], now: number): BudgetState[][] {
-    return limits.map(({ scope, budgets }) => budgets.map((b) => budgetState(b, this.used(scope, b.period, now), this.reservedIn(scope, b.period, now), now)));
+    return limits.map(({ scope, budgets }) => budgets.map((b) => budgetState(b, this.used(scope, b.period, now), this.held.reservedIn(scope, b.period, now), now)));
   }
 
   /**
@@ -165,17 +133,17 @@ export class BudgetStore implements Credits {
 
   /** The estimate reserved for `requestId`, or null when it holds no reservation. */
   reservedFor(requestId: string): number | null {
-    return this.reservations.get(requestId)?.estimate ?? null;
+    return this.held.of(requestId)?.estimate ?? null;
   }
 
   /** A dead process's reservation storage refused to charge at startup (LedgerStore retries): counted until it is. */
   holdAbandoned(r: Reservation, scopes: readonly string[] | null): void {
-    this.hold(r, scopes ?? this.withTeam(r.keyId));
+    this.held.hold(r, scopes ?? this.withTeam(r.keyId));
   }
 
   /** Durable first, through NoWaitWrites as a reservation is; memory once written. */
   coverCharged(requestId: string, charged: number): MaybePromise<void> {
-    const r = this.reservations.get(requestId);
+    const r = this.held.of(requestId);
     if (!r || r.estimate + charged <= r.amount) return;
     const amount = r.estimate + charged;
     const write = (): void => this.raiseReservation(requestId, amount);
@@ -190,10 +158,7 @@ export class BudgetStore implements Credits {
    * budgets must count until it is written, not only its estimate.
    */
   holdAtLeast(requestId: string, amount: number): void {
-    const r = this.reservations.get(requestId);
-    if (!r || amount <= r.amount) return;
-    this.addHeld(r.scopes, r.ts, amount - r.amount);
-    r.amount = amount;
+    this.held.holdAtLeast(requestId, amount);
   }
 
   /** A reservation whose row cannot be written keeps the larger of its estimate and the provider's figure. */
@@ -208,14 +173,11 @@ export class BudgetStore implements Credits {
 
   /** Memory half: idempotent, a request id's reservation is released at most once. */
   release(requestId: string): void {
-    const r = this.reservations.get(requestId);
-    if (!r) return;
-    this.reservations.delete(requestId);
-    this.addHeld(r.scopes, r.ts, -r.amount);
+    this.held.release(requestId);
   }
 
   inFlight(): number {
-    return this.reservations.size;
+    return this.held.size;
   }
 
   /**
@@ -227,7 +189,7 @@ export class BudgetStore implements Credits {
    * reservation (or one written before reservations kept their scopes): the key's team now.
    */
   chargeScopes(requestId: string, keyId: string): readonly string[] {
-    const held = this.reservations.get(requestId)?.scopes;
+    const held = this.held.of(requestId)?.scopes;
     if (held) return held;
     const stored = this.reservedScopesStmt.get(requestId);
     return stored ? (JSON.parse(stored) as string[]) : this.withTeam(keyId);
@@ -263,12 +225,4 @@ export class BudgetStore implements Credits {
       }
     }
   }
-}
-
-/**
- * reservedBy's key for the credits of `scope` in flight from the `period` containing `at`. NUL,
- * which no scope holds (team names refuse control characters), keeps it from any scope's own.
- */
-function periodKey(scope: string, period: Period, at: number): string {
-  return `${scope}\u0000${period}\u0000${periodStart(period, at)}`;
 }
