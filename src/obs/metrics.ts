@@ -7,6 +7,7 @@ import { registerGauges, type MetricsSources } from './metric-gauges.js';
 import { BudgetMetrics } from './budget-metrics.js';
 import { ANONYMOUS_REFUSALS, KEYED_REFUSALS } from './metric-labels.js';
 import { seedFixedSeries, seedKeySeries } from './metric-seed.js';
+import { DeferredCounter, DeferredHistogram, SEP, type Labels } from './request-series.js';
 
 export type { MetricsSources } from './metric-gauges.js';
 
@@ -110,13 +111,13 @@ export class Metrics {
 
     new Gauge({ name: 'tollgate_build_info', help: 'Always 1; labels carry the Tollgate and Node.js versions.', labelNames: ['version', 'nodejs'], registers })
       .set({ version: version(), nodejs: process.version }, 1);
-    this.requests = new Counter({
+    this.requests = new DeferredCounter({
       name: 'tollgate_http_requests_total',
       help: 'HTTP requests answered, by endpoint, status code and cache status (hit|miss|refresh|stale|bypass|none).',
       labelNames: ['endpoint', 'status', 'cache'],
       registers,
     });
-    this.duration = new Histogram({
+    this.duration = new DeferredHistogram({
       name: 'tollgate_http_request_duration_seconds',
       help: 'Time from request received to response sent, by endpoint and cache status.',
       labelNames: ['endpoint', 'cache'],
@@ -136,19 +137,19 @@ export class Metrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
       registers,
     });
-    this.creditsSpent = new Counter({
+    this.creditsSpent = new DeferredCounter({
       name: 'tollgate_credits_spent_total',
       help: 'Provider credits spent on behalf of clients, by endpoint (and key name unless metrics.perKeyLabels is false).',
       labelNames: ['endpoint', ...keyLabel],
       registers,
     });
-    this.creditsSaved = new Counter({
+    this.creditsSaved = new DeferredCounter({
       name: 'tollgate_credits_saved_total',
       help: 'Provider credits not spent because the answer came from the cache or a coalesced call.',
       labelNames: ['endpoint', ...keyLabel],
       registers,
     });
-    this.coalesced = new Counter({
+    this.coalesced = new DeferredCounter({
       name: 'tollgate_coalesced_requests_total',
       help: 'Requests answered by joining an identical in-flight provider call.',
       labelNames: ['endpoint'],
@@ -188,7 +189,7 @@ export class Metrics {
    * start at 0, so that even a key refused on its first request after a restart is seen.
    */
   seedKeys(names: Iterable<string>): void {
-    for (const name of names) this.keyLabels(name);
+    for (const name of names) this.keyOf(name);
   }
 
   /** Connect the collect-time gauges to what they read (created after the metrics themselves). */
@@ -196,16 +197,20 @@ export class Metrics {
     this.sources = sources;
   }
 
+  /** Once per answered request: the series are looked up by their label values joined (request-series.ts). */
   observeRequest(o: RequestObservation): void {
+    const { endpoint, status } = o;
     const cache = o.cache ? o.cache.toLowerCase() : 'none';
-    this.requests.inc({ endpoint: o.endpoint, status: String(o.status), cache });
-    this.duration.observe({ endpoint: o.endpoint, cache }, o.seconds);
-    if (o.collapsed) this.coalesced.inc({ endpoint: o.endpoint });
-    const key = this.keyLabels(o.keyName);
-    if (o.creditsUsed) this.creditsSpent.inc({ endpoint: o.endpoint, ...key }, o.creditsUsed);
-    if (o.creditsSaved) this.creditsSaved.inc({ endpoint: o.endpoint, ...key }, o.creditsSaved);
+    const endpointCache = endpoint + SEP + cache;
+    this.requests.add(endpointCache + SEP + status, 1, () => ({ endpoint, status: String(status), cache }));
+    this.duration.observe(endpointCache, o.seconds, () => ({ endpoint, cache }));
+    if (o.collapsed) this.coalesced.add(endpoint, 1, () => ({ endpoint }));
+    const key = this.keyOf(o.keyName);
+    const endpointKey = key === null ? endpoint : endpoint + SEP + key;
+    if (o.creditsUsed) this.creditsSpent.add(endpointKey, o.creditsUsed, () => withKey({ endpoint }, key));
+    if (o.creditsSaved) this.creditsSaved.add(endpointKey, o.creditsSaved, () => withKey({ endpoint }, key));
     if (o.errorCode && REFUSAL_CODES.has(o.errorCode)) {
-      this.refused.inc({ endpoint: o.endpoint, reason: o.errorCode.toLowerCase(), ...key });
+      this.refused.inc(withKey({ endpoint, reason: o.errorCode.toLowerCase() }, key));
     }
   }
 
@@ -226,14 +231,15 @@ export class Metrics {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 
-  private keyLabels(name: string | undefined): Record<string, string> {
-    if (!this.opts.perKeyLabels) return {};
+  /** The `key` label of a request (its refusal series seeded when first seen), or null without per-key labels. */
+  private keyOf(name: string | undefined): string | null {
+    if (!this.opts.perKeyLabels) return null;
     const key = this.keyLabel(name);
     if (!this.seededKeys.has(key)) {
       this.seededKeys.add(key);
       seedKeySeries(this.refused, key);
     }
-    return { key };
+    return key;
   }
 
   private keyLabel(name: string | undefined): string {
@@ -247,8 +253,14 @@ export class Metrics {
 
   /** Every series whose labels are known in advance, from 0 (metric-seed.ts); with per-key labels, the anonymous refusals too. */
   private seed(): void {
-    const { requests, upstreamRequests, coalesced, clientErrors, unclaimedCalls, claimLapses, refused, creditsSpent, creditsSaved } = this;
-    seedFixedSeries({ requests, upstreamRequests, coalesced, clientErrors, unclaimedCalls, claimLapses, refused, creditsSpent, creditsSaved }, this.opts.perKeyLabels);
-    if (this.opts.perKeyLabels) this.keyLabels(undefined);
+    const { upstreamRequests, clientErrors, unclaimedCalls, claimLapses, refused } = this;
+    const deferred = { requests: this.requests.metric, coalesced: this.coalesced.metric, creditsSpent: this.creditsSpent.metric, creditsSaved: this.creditsSaved.metric };
+    seedFixedSeries({ ...deferred, upstreamRequests, clientErrors, unclaimedCalls, claimLapses, refused }, this.opts.perKeyLabels);
+    if (this.opts.perKeyLabels) this.keyOf(undefined);
   }
+}
+
+/** `labels` with the `key` label last, when per-key labels are on (`key` not null). */
+function withKey(labels: Labels, key: string | null): Labels {
+  return key === null ? labels : { ...labels, key };
 }
