@@ -5,7 +5,7 @@ import { errorAnswer } from '../domain/answer.js';
 import { failure, type Failure } from '../domain/errors.js';
 import { newRequestId } from '../domain/request-id.js';
 import { traceContext, type TraceContext } from '../domain/trace-context.js';
-import { endpointLabel } from '../obs/metrics.js';
+import { endpointLabel } from '../obs/metric-labels.js';
 import { OPS_PATHS, registerOps } from './ops-routes.js';
 import { registerApiDocs } from './api-docs.js';
 import { logRequest } from '../obs/request-log.js';

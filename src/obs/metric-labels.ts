@@ -34,3 +34,17 @@ export function grid(values: Record<string, readonly string[]>): Array<Record<st
   for (const [name, vs] of Object.entries(values)) out = out.flatMap((labels) => vs.map((v) => ({ ...labels, [name]: v })));
   return out;
 }
+
+const OPS_ROUTES = new Set(['healthz', 'readyz', 'metrics', 'admin', 'dashboard']);
+
+/**
+ * The `endpoint` label of a request: a lookup's name, or a small fixed set for everything
+ * else. Raw paths never become labels — every scanner probing random URLs would add series.
+ */
+export function endpointLabel(endpointName: string | null | undefined, routePattern: string | undefined, is404: boolean): string {
+  if (endpointName && /^[a-z_]{1,32}$/.test(endpointName)) return endpointName;
+  if (is404 || !routePattern) return 'unmatched';
+  const first = routePattern.split('/')[1] ?? '';
+  if (OPS_ROUTES.has(first)) return first;
+  return first === 'v1' ? 'passthrough' : 'other';
+}

@@ -41,20 +41,6 @@ const REFUSAL_CODES: ReadonlySet<string> = new Set([...KEYED_REFUSALS, ...ANONYM
 export const MAX_KEY_LABELS = 500;
 export const OTHER_KEYS = '_other';
 
-const OPS_ROUTES = new Set(['healthz', 'readyz', 'metrics', 'admin', 'dashboard']);
-
-/**
- * The `endpoint` label of a request: a lookup's name, or a small fixed set for everything
- * else. Raw paths never become labels — every scanner probing random URLs would add series.
- */
-export function endpointLabel(endpointName: string | null | undefined, routePattern: string | undefined, is404: boolean): string {
-  if (endpointName && /^[a-z_]{1,32}$/.test(endpointName)) return endpointName;
-  if (is404 || !routePattern) return 'unmatched';
-  const first = routePattern.split('/')[1] ?? '';
-  if (OPS_ROUTES.has(first)) return first;
-  return first === 'v1' ? 'passthrough' : 'other';
-}
-
 function version(): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KEYED_REFUSALS, LIMITED_ENDPOINTS } from '../../src/obs/metric-labels.js';
-import { MAX_KEY_LABELS, Metrics, OTHER_KEYS, endpointLabel, type MetricsSources } from '../../src/obs/metrics.js';
+import { MAX_KEY_LABELS, Metrics, OTHER_KEYS, type MetricsSources } from '../../src/obs/metrics.js';
+import { endpointLabel } from '../../src/obs/metric-labels.js';
 import type { BreakerState } from '../../src/upstream/types.js';
 import { find, parseSamples, total } from '../helpers/prom.js';
 
