@@ -20,17 +20,20 @@ export function verdictFor(outcome: UpstreamOutcome): BreakerVerdict {
   return FAILURE_KINDS.has(outcome.kind) ? 'failure' : 'success';
 }
 
-const IDENTIFIERS: ReadonlySet<string> = new Set(ENDPOINTS.flatMap((e) => e.identifiers));
+/** Each lookup path's identifiers; any other path is pass-through's. */
+const IDENTIFIERS: ReadonlyMap<string, ReadonlySet<string>> = new Map(ENDPOINTS.map((e) => [e.path, new Set(e.identifiers)]));
 
 /**
  * Which entity a call looks up: the endpoint family and the identifier (a person and their
  * posts are one entity; strategy, maxage, filters and paging are not part of it, so varying
- * them cannot fake "many entities"). A call without an identifier (pass-through) is its path.
+ * them cannot fake "many entities"). A pass-through call is its path, whatever its query: a
+ * client's `?org_id=1`, `?org_id=2`… on one failing path would otherwise be as many entities,
+ * and one team could open the breaker for every team.
  */
 export function entityOf(call: Pick<UpstreamCall, 'path' | 'query'>): string {
   const first = call.query[0];
-  const family = call.path.replace(/\/posts$/, '');
-  return first && IDENTIFIERS.has(first[0]) ? `${family}?${first[0]}=${first[1]}` : call.path;
+  if (!first || !IDENTIFIERS.get(call.path)?.has(first[0])) return call.path;
+  return `${call.path.replace(/\/posts$/, '')}?${first[0]}=${first[1]}`;
 }
 
 export interface BreakerPermit {

@@ -62,6 +62,9 @@ describe('entityOf', () => {
   it('is the path for a call without an identifier (pass-through)', () => {
     expect(entityOf({ path: '/v1/credits', query: [] })).toBe('/v1/credits');
     expect(entityOf({ path: '/v1/extra/x', query: q(['a', '1']) })).toBe('/v1/extra/x');
+    // A lookup's identifier names, given to a pass-through path, do not make new entities of it.
+    expect(entityOf({ path: '/v1/credits', query: q(['org_id', '1']) })).toBe('/v1/credits');
+    expect(entityOf({ path: '/v1/extra/posts', query: q(['url', 'x']) })).toBe('/v1/extra/posts');
   });
 });
 
