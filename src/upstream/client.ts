@@ -173,7 +173,10 @@ export class UpstreamClient {
       return quick('rate_limited', failure('UPSTREAM_RATE_LIMITED', undefined, { 'Retry-After': String(s) }));
     }
     const permit = this.breaker.acquire(entityOf(call));
-    if (!permit) return quick('unavailable', unavailable('circuit breaker open'));
+    // A probe that would wait in its team's queue (the team at its share) decides nothing while every other team fails fast: given back.
+    const queuedProbe = permit?.trial === true && this.shaper.atShare(call.tenant);
+    if (queuedProbe) permit.record('ignore');
+    if (!permit || queuedProbe) return quick('unavailable', unavailable('circuit breaker open'));
     const { state, end } = startCall(call, started, this.settings.deadlineMs, signal);
     return { ok: true, state, permit, end };
   }

@@ -147,6 +147,11 @@ export class Shaper {
     return this.active < Math.max(1, this.opts.maxConcurrency) && this.notBefore() <= this.opts.clock.now();
   }
 
+  /** Whether `tenant` holds its whole share of the slots: a call of it now would wait for one of its own to end. */
+  atShare(tenant = ''): boolean {
+    return !this.underShare(tenant);
+  }
+
   private underShare(tenant: string): boolean {
     return (this.activeBy.get(tenant) ?? 0) < this.perTenant;
   }
