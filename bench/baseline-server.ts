@@ -10,19 +10,20 @@
  *            credits, duration) appended to file F, the lines of one turn in one write, as the
  *            gateway writes them (src/obs/request-log.ts). What is left between this anchor
  *            and Tollgate is the gateway's own work: key, rate, cache, metrics, the envelope.
- * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N|logged:F]
+ *   duties:F the bare server doing, as plainly as it can, everything a hit obliges a gateway with
+ *            Tollgate's documented behaviour to do (bench/lib/gateway-duties.ts): the key's hash
+ *            looked up, its rate window, the query parsed and keyed, a request id in the header
+ *            and the body, three prom-client metrics, the request line to file F.
+ *   proxy:U#K a bare proxy (bench/lib/proxy-anchor.ts): every request forwarded to the provider at U with
+ *            its key K, the answer sent back; what a miss costs a Node server that only forwards.
+ * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N|logged:F|duties:F|proxy:U#K]
  */
-import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { openSync, readFileSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
-
-interface Captured {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
+import { gatewayDuties, requestLine, type Captured } from './lib/gateway-duties.js';
+import { bareProxy } from './lib/proxy-anchor.js';
 
 const captured = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Captured;
 const mode = process.argv[3] ?? 'node';
@@ -36,11 +37,19 @@ if (mode === 'fastify') {
   await app.listen({ host: '127.0.0.1', port: 0 });
   ready((app.server.address() as AddressInfo).port);
   process.once('SIGTERM', () => void app.close().then(() => process.exit(0)));
+} else if (mode.startsWith('duties:') || mode.startsWith('proxy:')) {
+  const [upstream, key] = mode.slice(6).split('#') as [string, string];
+  const server = createServer(mode.startsWith('duties:') ? gatewayDuties(captured, mode.slice(7)) : bareProxy(upstream, key));
+  server.keepAliveTimeout = 5_000;
+  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+  process.once('SIGTERM', () => server.close(() => process.exit(0)));
 } else {
   const body = Buffer.from(captured.body);
   const headers = { ...captured.headers, 'content-length': String(body.length) };
   const workMs = mode.startsWith('work:') ? Number(mode.slice(5)) / 1000 : 0;
-  const log = mode.startsWith('logged:') ? requestLog(mode.slice(7)) : null;
+  const line = mode.startsWith('logged:') ? requestLine(mode.slice(7)) : null;
+  let n = 0;
+  const log = line && ((url: string, ip: string, t0: number) => line(url, ip, t0, `req_01KBASELINE${String(n++).padStart(15, '0')}`, 'key_01KBASELINE'));
   const server = createServer((req, res) => {
     if (workMs > 0) {
       const until = performance.now() + workMs;
@@ -54,21 +63,4 @@ if (mode === 'fastify') {
   server.keepAliveTimeout = 5_000;
   server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
   process.once('SIGTERM', () => server.close(() => process.exit(0)));
-}
-
-/** One request line per answer into `file`, a turn's lines in one write (see the header). */
-function requestLog(file: string): (url: string, ip: string, t0: number) => void {
-  const fd = openSync(file, 'a');
-  let pending = '';
-  let n = 0;
-  const flush = () => {
-    writeSync(fd, pending);
-    pending = '';
-  };
-  const ids = randomBytes(24).toString('hex');
-  return (url, ip, t0) => {
-    if (pending === '') setImmediate(flush);
-    const q = url.indexOf('?');
-    pending += `{"level":30,"time":"${new Date().toISOString()}","svc":"tollgate","request_id":"req_01KBASELINE${String(n++).padStart(15, '0')}","trace_id":"${ids.slice(0, 32)}","span_id":"${ids.slice(32)}","client_ip":${JSON.stringify(ip)},"method":"GET","path":${JSON.stringify(q < 0 ? url : url.slice(0, q))},"status":200,"endpoint":"profile","key_id":"key_01KBASELINE","identity":${JSON.stringify(url)},"cache":"HIT","credits":0,"credits_saved":1,"duration_ms":${Math.round((performance.now() - t0) * 100) / 100},"msg":"request"}\n`;
-  };
 }

@@ -49,6 +49,8 @@ export async function tailBench(): Promise<Section> {
     writeFileSync(file, captured(hit!));
     const node = await startBaseline(file, 'node');
     const logged = await startBaseline(file, `logged:${join(stack.dir, 'baseline-requests.log')}`);
+    const duties = await startBaseline(file, `duties:${join(stack.dir, 'duties-requests.log')}`);
+    const proxy = await startBaseline(file, `proxy:${stack.sim.url}#${SIM_KEY}`);
     try {
       try {
         nginx = await startNginx(ensureNginx(), { dir: join(stack.dir, 'nginx'), upstreamUrl: stack.sim.url, upstreamAuthorization: `Bearer ${SIM_KEY}` });
@@ -74,23 +76,27 @@ export async function tailBench(): Promise<Section> {
       const tg: Server = { name: 'Tollgate', url: stack.gw.url, serverPid: stack.gw.pid, headers: stack.auth, stall: stallProbe(stack.gw.url) };
       const bare: Server = { name: 'bare node:http', url: node.url, serverPid: node.pid, headers: stack.auth, stall: idleBusy };
       const bareLogged: Server = { name: 'bare node:http + request line', url: logged.url, serverPid: logged.pid, headers: stack.auth, stall: idleBusy };
+      const bareDuties: Server = { name: "bare node:http doing a gateway's duties", url: duties.url, serverPid: duties.pid, headers: stack.auth, stall: idleBusy };
       const ngx: Server | null = nginx ? { name: 'nginx proxy_cache, 1 worker', url: nginx.url, serverPid: nginx.workerPid, headers: stack.auth, stall: idleBusy } : null;
-      const sat = await saturate([bare, bareLogged, ...(ngx ? [ngx] : []), tg], ENTITIES, SAT_ROUNDS, SAT_S);
-      const [sN, sL, sT] = [sat[0]!, sat[1]!, sat[sat.length - 1]!];
-      const sX = ngx ? sat[2]! : null;
+      const sat = await saturate([bare, bareLogged, bareDuties, ...(ngx ? [ngx] : []), tg], ENTITIES, SAT_ROUNDS, SAT_S);
+      const [sN, sL, sD, sT] = [sat[0]!, sat[1]!, sat[2]!, sat[sat.length - 1]!];
+      const sX = ngx ? sat[3]! : null;
       const satStall = tg.stall!.worst;
 
       const rate = Math.round(sT.rps * RATE_SHARE);
       const tgPaced: Server = { ...tg, stall: stallProbe(stack.gw.url) };
-      const [pN, pT] = (await pace([bare, tgPaced], rate, ENTITIES, RATE_ROUNDS, RATE_S)) as [Paced, Paced];
+      const [pN, pD, pT] = (await pace([bare, bareDuties, tgPaced], rate, ENTITIES, RATE_ROUNDS, RATE_S)) as [Paced, Paced, Paced];
       const paceStall = tgPaced.stall!.worst;
 
       const sim: Server = { name: 'simulator', url: stack.sim.url, serverPid: stack.sim.pid, headers: { authorization: `Bearer ${SIM_KEY}` }, stall: idleBusy };
       const tgMiss: Server = { ...tg, stall: stallProbe(stack.gw.url) };
-      const misses = await missesAt(sim, tgMiss, MISS_CONNECTIONS, MISS_ROUNDS, MISS_PER_ROUND);
+      const bareProxy: Server = { name: 'bare node:http proxy', url: proxy.url, serverPid: proxy.pid, headers: stack.auth, stall: idleBusy };
+      const misses = await missesAt(sim, tgMiss, MISS_CONNECTIONS, MISS_ROUNDS, MISS_PER_ROUND, bareProxy);
       const missStall = tgMiss.stall!.worst;
       await node.stop();
       await logged.stop();
+      await duties.stop();
+      await proxy.stop();
       await nginx?.stop();
       nginx = null;
 
@@ -100,6 +106,7 @@ export async function tailBench(): Promise<Section> {
 
       const added50 = median(misses.map((m) => m.gateway.p50 - m.direct.p50));
       const added99 = median(misses.map((m) => m.gateway.p99 - m.direct.p99));
+      const proxyAdded50 = median(misses.map((m) => m.proxy!.p50 - m.direct.p50));
       const missFailures = misses.reduce((a, m) => a + m.gateway.non2xx + m.gateway.errors + m.direct.non2xx + m.direct.errors, 0);
       const adminMax = Math.max(...admin.reports.map((w) => w.hits.max));
       const adminStall = Math.max(...admin.reports.map((w) => w.stallMs));
@@ -122,6 +129,11 @@ export async function tailBench(): Promise<Section> {
         { figure: 'Server CPU per hit ÷ bare node:http', measured: `${sT.cpuUs.toFixed(1)} µs`, baseline: `${sN.cpuUs.toFixed(1)} µs`, ratio: sT.cpuUs / sN.cpuUs, target: '≤ 1.5', pass: ok && sT.cpuUs / sN.cpuUs <= 1.5 },
         // What the product's one request line per answer costs a bare server: the rest of the gap is the gateway's own work.
         { figure: 'Server CPU per hit ÷ bare node:http writing a request line per answer', measured: `${sT.cpuUs.toFixed(1)} µs`, baseline: `${sL.cpuUs.toFixed(1)} µs`, ratio: sT.cpuUs / sL.cpuUs, target: '—', pass: null },
+        // What the duties of a hit (key hash, rate window, query, request id, envelope, metrics, request line) cost a bare
+        // server, and what Tollgate costs beyond them: the item-4 ratio cannot fall below the first (BENCHMARKS.md §9).
+        { figure: "Server CPU per hit of bare node:http doing a gateway's duties ÷ bare node:http", measured: `${sD.cpuUs.toFixed(1)} µs`, baseline: `${sN.cpuUs.toFixed(1)} µs`, ratio: sD.cpuUs / sN.cpuUs, target: '—', pass: null },
+        { figure: "Server CPU per hit ÷ bare node:http doing a gateway's duties", measured: `${sT.cpuUs.toFixed(1)} µs`, baseline: `${sD.cpuUs.toFixed(1)} µs`, ratio: sT.cpuUs / sD.cpuUs, target: '—', pass: null },
+        { figure: `Server CPU per hit at ${fmt.int(rate)}/s ÷ bare node:http / ÷ bare node:http doing a gateway's duties`, measured: `${pT.cpuUs.toFixed(1)} µs`, baseline: `${pN.cpuUs.toFixed(1)} / ${pD.cpuUs.toFixed(1)} µs`, ratio: pT.cpuUs / pD.cpuUs, target: '—', pass: null },
         sX
           ? { figure: 'Server CPU per hit ÷ nginx proxy_cache', measured: `${sT.cpuUs.toFixed(1)} µs`, baseline: `${sX.cpuUs.toFixed(1)} µs`, ratio: sT.cpuUs / sX.cpuUs, target: '—', pass: null }
           : none('Server CPU per hit ÷ nginx proxy_cache'),
@@ -130,7 +142,11 @@ export async function tailBench(): Promise<Section> {
         { figure: 'Hit p99.9 at saturation (64 connections) ÷ bare node:http', measured: fmt.ms(sT.p999), baseline: fmt.ms(sN.p999), ratio: sT.p999 / sN.p999, target: '≤ 3', pass: ok && sT.p999 / sN.p999 <= 3 },
         { figure: `Hit p99.9 at ${fmt.int(rate)}/s (50% of max) ÷ bare node:http at the same rate`, measured: fmt.ms(pT.p999), baseline: fmt.ms(pN.p999), ratio: pT.p999 / pN.p999, target: '≤ 1.5', pass: pT.failures === 0 && pT.p999 / pN.p999 <= 1.5 },
         { figure: `Hit max at ${fmt.int(rate)}/s (50% of max) ÷ bare node:http at the same rate`, measured: fmt.ms(pT.max), baseline: fmt.ms(pN.max), ratio: pT.max / pN.max, target: '≤ 1.5', pass: pT.failures === 0 && pT.max / pN.max <= 1.5 },
+        // The same tail against the anchor doing a hit's duties: what the duties' CPU alone does to the tail at this rate.
+        { figure: `Hit p99.9 / max at ${fmt.int(rate)}/s ÷ bare node:http doing a gateway's duties at the same rate`, measured: `${fmt.ms(pT.p999)} / ${fmt.ms(pT.max)}`, baseline: `${fmt.ms(pD.p999)} / ${fmt.ms(pD.max)}`, ratio: pT.p999 / pD.p999, target: '—', pass: null },
         { figure: `Miss latency added, concurrency ${MISS_CONNECTIONS}, median`, measured: fmt.ms(added50), baseline: `${fmt.ms(median(misses.map((m) => m.direct.p50)))} direct`, ratio: null, target: '≤ 1 ms', pass: missFailures === 0 && added50 <= 1 },
+        // What forwarding alone adds in a Node server at this concurrency: the part of the ≤ 1 ms no gateway on Node escapes.
+        { figure: `Miss latency added, concurrency ${MISS_CONNECTIONS}, median, by a bare node:http proxy (forwarding only)`, measured: fmt.ms(proxyAdded50), baseline: `${fmt.ms(median(misses.map((m) => m.direct.p50)))} direct`, ratio: null, target: '—', pass: null },
         { figure: `Miss latency added, concurrency ${MISS_CONNECTIONS}, p99`, measured: fmt.ms(added99), baseline: `${fmt.ms(median(misses.map((m) => m.direct.p99)))} direct`, ratio: null, target: '≤ 5 ms', pass: missFailures === 0 && added99 <= 5 },
         { figure: `Hit max while GET /admin/usage runs (${fmt.int(admin.rows)} ledger rows, ${fmt.int(rate)}/s)`, measured: fmt.ms(adminMax), baseline: `${fmt.ms(admin.quiet.hits.max)} without it`, ratio: adminMax / admin.quiet.hits.max, target: '—', pass: null },
         stallRow('hits at saturation', satStall, tg.stall!.bystanderWorst),
@@ -154,6 +170,8 @@ export async function tailBench(): Promise<Section> {
           '',
           'Anchors, in their own processes, measured in the same run as Tollgate and alternated with it round by round:',
           `- bare \`node:http\` answering every request with the bytes of a recorded Tollgate hit (${bytes(hit!.headers, hit!.body)});`,
+          "- the same bare server doing, as plainly as it can, a gateway's duties per hit (bench/lib/gateway-duties.ts): the key's SHA-256 looked up, its rate",
+          '  window counted, the query parsed and keyed, a ULID request id in the header and the body, three prom-client metrics, the request line;',
           nginx === null && nginxWhy
             ? `- nginx \`proxy_cache\`: **not measured** (${nginxWhy});`
             : `- nginx \`proxy_cache\` (one worker, disk cache keyed by \`$request_uri\`, \`access_log off\`, keep-alive without a request cap) in front of the same simulator,`,
@@ -174,14 +192,19 @@ export async function tailBench(): Promise<Section> {
           '| Server | Answers | p50 | p99 | p99.9 | max | max per round | CPU per hit | Generator cores | Generator stall | Failures |',
           '|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|',
           paceRow(pN),
+          paceRow(pD),
           paceRow(pT),
           '',
           `**Misses at concurrency ${MISS_CONNECTIONS}**: ${MISS_CONNECTIONS} closed-loop connections, each request an entity never asked for before, ${fmt.int(MISS_PER_ROUND)} straight to the`,
-          `simulator then ${fmt.int(MISS_PER_ROUND)} through Tollgate, ${MISS_ROUNDS} rounds; added = Tollgate's percentile − the simulator's, median over rounds.`,
+          `simulator, then ${fmt.int(MISS_PER_ROUND)} through a bare node:http proxy (bench/lib/proxy-anchor.ts: undici, forwarding only), then ${fmt.int(MISS_PER_ROUND)} through Tollgate,`,
+          `${MISS_ROUNDS} rounds; added = the percentile through it − the simulator's, median over rounds.`,
           '',
-          '| Round | Direct p50 / p99 | Via Tollgate p50 / p99 | Added p50 / p99 |',
-          '|---|---|---|---|',
-          ...misses.map((m, i) => `| ${i + 1} | ${fmt.ms(m.direct.p50)} / ${fmt.ms(m.direct.p99)} | ${fmt.ms(m.gateway.p50)} / ${fmt.ms(m.gateway.p99)} | ${fmt.ms(m.gateway.p50 - m.direct.p50)} / ${fmt.ms(m.gateway.p99 - m.direct.p99)} |`),
+          '| Round | Direct p50 / p99 | Via a bare node:http proxy p50 / p99 (added) | Via Tollgate p50 / p99 | Added p50 / p99 |',
+          '|---|---|---|---|---|',
+          ...misses.map(
+            (m, i) =>
+              `| ${i + 1} | ${fmt.ms(m.direct.p50)} / ${fmt.ms(m.direct.p99)} | ${fmt.ms(m.proxy!.p50)} / ${fmt.ms(m.proxy!.p99)} (${fmt.ms(m.proxy!.p50 - m.direct.p50)} / ${fmt.ms(m.proxy!.p99 - m.direct.p99)}) | ${fmt.ms(m.gateway.p50)} / ${fmt.ms(m.gateway.p99)} | ${fmt.ms(m.gateway.p50 - m.direct.p50)} / ${fmt.ms(m.gateway.p99 - m.direct.p99)} |`,
+          ),
           '',
           `**Admin report under load**: a second gateway over a ledger of ${fmt.int(admin.rows)} rows written in bulk (bench/ledger.ts's, ${admin.fillS.toFixed(0)} s), the`,
           `same constant-rate hit load (${fmt.int(rate)}/s, ${admin.failures} failures, generator stall ${fmt.ms(admin.generatorStallMs)}); hits in flight during each window.`,
@@ -207,6 +230,8 @@ export async function tailBench(): Promise<Section> {
     } finally {
       await node.stop();
       await logged.stop();
+      await duties.stop();
+      await proxy.stop();
       await nginx?.stop();
     }
   } finally {

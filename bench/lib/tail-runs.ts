@@ -104,23 +104,29 @@ export async function pace(servers: Server[], rate: number, entities: number, ro
 export interface MissRound {
   direct: LoadResult;
   gateway: LoadResult;
+  /** Through the bare proxy anchor, when there is one. */
+  proxy: LoadResult | null;
 }
 
 /**
  * Misses at `connections` concurrent connections (closed loop), each request an entity never
- * asked for before, straight to the simulator and through Tollgate in turn.
+ * asked for before, straight to the simulator, through the bare proxy (when given) and through
+ * Tollgate in turn.
  */
-export async function missesAt(direct: Server, gateway: Server, connections: number, rounds: number, perRound: number): Promise<MissRound[]> {
+export async function missesAt(direct: Server, gateway: Server, connections: number, rounds: number, perRound: number, proxy: Server | null = null): Promise<MissRound[]> {
   let next = 5_000_000;
   const fresh = (count: number) => () => Array.from({ length: count }, () => entityPath(next++));
   const load = (s: Server, n: number) => runLoad({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections, durationS: 0, amount: n, pathsFor: fresh(n) });
   const one = (s: Server, n: number) => probed(s, () => load(s, n));
   await load(direct, perRound / 4);
   await load(gateway, perRound / 4);
+  if (proxy) await load(proxy, perRound / 4);
   const out: MissRound[] = [];
   for (let i = 0; i < rounds; i++) {
     progress(`tail: misses at concurrency ${connections}, round ${i + 1}/${rounds}`);
-    out.push({ direct: await one(direct, perRound), gateway: await one(gateway, perRound) });
+    const d = await one(direct, perRound);
+    const p = proxy ? await one(proxy, perRound) : null;
+    out.push({ direct: d, proxy: p, gateway: await one(gateway, perRound) });
   }
   return out;
 }

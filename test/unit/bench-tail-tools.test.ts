@@ -3,10 +3,15 @@
  * a server's stall against every request due during it (no coordinated omission), and the
  * event-loop stall probe must read the longest stall since its previous scrape of /metrics.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { gatewayDuties } from '../../bench/lib/gateway-duties.js';
 import { nginxConfig } from '../../bench/lib/nginx.js';
+import { bareProxy } from '../../bench/lib/proxy-anchor.js';
 import { runConstantRate } from '../../bench/lib/open-loop.js';
 import { lagMaxMs, stallProbe } from '../../bench/lib/stall.js';
 import { Metrics } from '../../src/obs/metrics.js';
@@ -105,3 +110,44 @@ describe('nginxConfig: the nginx anchor', () => {
     expect(nginxConfig('/tmp/x', 1, { dir: '/tmp/x', upstreamUrl: 'http://127.0.0.1:9', upstreamAuthorization: 'k' }, true)).toMatch(/^user root;$/m);
   });
 });
+
+describe("gatewayDuties: the anchor doing a gateway's duties per hit", () => {
+  it('answers each request as a hit: its own request id in the header and the envelope, the rate window counting down, one request line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'duties-'));
+    try {
+      const recorded = 'req_01KRECORDEDREQUESTID00000000';
+      const captured = { status: 200, headers: { 'content-type': 'application/json', 'x-request-id': recorded }, body: `{"data":{"x":1},"request_id":"${recorded}"}` };
+      const url = await listen(gatewayDuties(captured, join(dir, 'lines.log')));
+      const get = async () => {
+        const r = await fetch(`${url}/v1/profile?person.id=7&strategy=cached`, { headers: { authorization: 'Bearer tg_secret_of_a_key' } });
+        return { id: r.headers.get('x-request-id')!, left: Number(r.headers.get('x-ratelimit-remaining')), body: (await r.json()) as { request_id: string } };
+      };
+      const [a, b] = [await get(), await get()];
+      expect(a.id).toMatch(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
+      expect(b.id).not.toBe(a.id);
+      expect([a.body.request_id, b.body.request_id]).toEqual([a.id, b.id]);
+      expect(a.left - b.left).toBe(1);
+      await new Promise((r) => setImmediate(r));
+      const lines = readFileSync(join(dir, 'lines.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { request_id: string });
+      expect(lines.map((l) => l.request_id)).toEqual([a.id, b.id]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('bareProxy: the anchor that only forwards a miss', () => {
+  it("forwards the path and query with the provider's key and answers with the provider's status and body", async () => {
+    const seen: Array<[string | undefined, string | undefined]> = [];
+    const upstream = await listen((req, res) => {
+      seen.push([req.url, req.headers.authorization]);
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{"error":{"code":"NOT_FOUND"}}');
+    });
+    const url = await listen(bareProxy(upstream, 'provider_key_0123'));
+    const r = await fetch(`${url}/v1/profile?person.id=9`);
+    expect([r.status, await r.text()]).toEqual([404, '{"error":{"code":"NOT_FOUND"}}']);
+    expect(seen).toEqual([['/v1/profile?person.id=9', 'Bearer provider_key_0123']]);
+  });
+});
+
