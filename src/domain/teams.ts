@@ -32,16 +32,20 @@ export class InvalidTeamName extends Error {
 }
 
 /**
- * A team name as given, trimmed. Owners of keys made before teams existed were free text (the
- * demo's is "tollgate demo"), and they became teams as they were, so names stay free text: 1 to
- * 100 characters, none of them a control character.
+ * A team name as given, trimmed and in Unicode NFC. Owners of keys made before teams existed
+ * were free text (the demo's is "tollgate demo"), and they became teams as they were, so names
+ * stay free text: 1 to 100 characters, none of them a control character. NFC because a key
+ * naming a team makes it exist: "Cafe" + combining acute (as some terminals and forms send
+ * it) named a second team, without the budget of "Café", and the key escaped it.
  */
 export function teamName(input: string): string {
-  const name = input.trim();
+  const trimmed = input.trim();
   // eslint-disable-next-line no-control-regex
-  if (name.length === 0 || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name) || hasLoneSurrogate(name)) {
+  if (trimmed.length === 0 || /[\u0000-\u001f\u007f]/.test(trimmed) || hasLoneSurrogate(trimmed)) {
     throw new InvalidTeamName('must be 1 to 100 characters of valid Unicode, without control characters');
   }
+  const name = trimmed.normalize('NFC');
+  if (name.length > 100) throw new InvalidTeamName('must be 1 to 100 characters of valid Unicode, without control characters');
   return name;
 }
 

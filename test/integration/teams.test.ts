@@ -94,6 +94,21 @@ describe('team names a URL cannot hold', () => {
   });
 });
 
+describe('a team name in another Unicode form', () => {
+  it('"Cafe" + combining acute names the team "Café": the key comes under its budget, not under a new team without one', async () => {
+    const composed = 'Caf\u00e9';
+    expect((await admin('PUT', `/teams/${encodeURIComponent(composed)}`, { credits: '5/day' })).status).toBe(200);
+    // A terminal or form may send the decomposed form; it named a second team, with no budget (was "Cafe\u0301").
+    const k = await newKey({ team: 'Cafe\u0301' });
+    expect(k.view.team).toBe(composed);
+    const team = await admin('GET', `/teams/${encodeURIComponent('Cafe\u0301')}`);
+    expect(team.status).toBe(200);
+    expect(team.json).toMatchObject({ name: composed, credits: '5/day', key_count: 1 });
+    const all = await admin('GET', '/teams');
+    expect(all.json.teams.filter((t: { name: string }) => t.name.normalize('NFC') === composed)).toHaveLength(1);
+  });
+});
+
 describe('a team budget shared by its keys', () => {
   const misses = (secrets: string[], n: number, prefix: number) =>
     Promise.all(Array.from({ length: n }, (_, i) => s.get(`/v1/company?org_id=${prefix + i}`, { key: secrets[i % secrets.length]! })));

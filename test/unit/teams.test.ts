@@ -5,16 +5,23 @@ import { KeyInputError } from '../../src/admin/keys.js';
 import { isTeamScope, newTeamName, teamName, teamScope } from '../../src/domain/teams.js';
 
 describe('team names', () => {
-  it('any text of 1 to 100 characters without control characters is a name, trimmed; trimming again changes nothing', () => {
-    const char = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 100 }).filter((s) => !/[\u0000-\u001f\u007f]/.test(s) && s.trim().length > 0 && s.trim().length <= 100);
+  it('any text of 1 to 100 characters without control characters is a name, trimmed and NFC; doing it again changes nothing', () => {
+    const char = fc
+      .string({ unit: 'grapheme', minLength: 1, maxLength: 100 })
+      .filter((s) => !/[\u0000-\u001f\u007f]/.test(s) && s.trim().length > 0 && s.trim().normalize('NFC').length <= 100);
     fc.assert(
       fc.property(char, (s) => {
         const name = teamName(s);
-        expect(name).toBe(s.trim());
+        expect(name).toBe(s.trim().normalize('NFC'));
         expect(teamName(name)).toBe(name);
         expect(isTeamScope(teamScope(name))).toBe(true);
       }),
     );
+  });
+
+  it('a decomposed name is the composed one: "Cafe" + combining acute is "Café"', () => {
+    expect(teamName(' Cafe\u0301 ')).toBe('Caf\u00e9');
+    expect(teamScope(teamName('Cafe\u0301'))).toBe(teamScope('Caf\u00e9'));
   });
 
   it('a team is not made under "." or "..", which a URL path resolves away; such a name is still looked up', () => {
