@@ -1,8 +1,7 @@
 import { z } from 'zod';
+import { ms } from './config-timers.js';
 
 /* The `notifications` section of the configuration (config-schema.ts holds the rest). */
-
-const ms = z.number().int().min(1);
 
 /**
  * Budget notifications (README "Budget notifications"). Webhooks are a list: from the

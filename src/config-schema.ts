@@ -4,6 +4,7 @@ import { trustedProxies } from './domain/trusted-proxies.js';
 import { DEFAULT_NETWORK_DOMAIN } from './domain/identity.js';
 import { LimitsSchemas } from './config-limits.js';
 import { NotificationsSchema } from './config-notifications.js';
+import { ms } from './config-timers.js';
 
 /**
  * The configuration's shape: every option, its default and its bounds, checked with the same
@@ -14,7 +15,6 @@ import { NotificationsSchema } from './config-notifications.js';
  * holds every token, key and URL option to it).
  */
 
-const ms = z.number().int().min(1);
 const nonNeg = z.number().int().min(0);
 
 const UpstreamSchema = z.strictObject({
@@ -102,6 +102,11 @@ const ServerSchema = z.strictObject({
   headersTimeoutMs: ms.default(10_000),
   keepAliveTimeoutMs: ms.default(5_000),
   shutdownGraceMs: ms.default(10_000),
+}).superRefine((s, ctx) => {
+  // node:http refuses to start otherwise (a RangeError at startup, exit 1): said here, naming both options.
+  if (s.headersTimeoutMs > s.requestTimeoutMs) {
+    ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: `must be at most server.requestTimeoutMs (${s.requestTimeoutMs}): the headers are part of the request` });
+  }
 });
 
 const seconds = z.number().int().min(0);
