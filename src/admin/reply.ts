@@ -21,6 +21,10 @@ export function utf8JsonBodies(scope: FastifyInstance): void {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
   scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
+    // An empty body is no body, whatever its type says: `fetch(url, { method: 'POST', headers:
+    // { 'content-type': 'application/json' } })` sends one, and a revoke or a team's deletion,
+    // which read none, were refused as malformed JSON.
+    if (bytes.length === 0) return done(null, undefined);
     if (!isUtf8(bytes)) return done(new Refusal(failure('INVALID_PARAMETER', 'The request body is not valid UTF-8.')), undefined);
     parseJson(request, bytes.toString('utf8'), done);
   });
