@@ -43,7 +43,10 @@ export function bodyOf(request: FastifyRequest, allowed: ReadonlySet<string>): R
   const b = request.body ?? {};
   if (typeof b !== 'object' || Array.isArray(b) || b === null) throw new Refusal(failure('INVALID_PARAMETER', 'The request body must be a JSON object.'));
   for (const k of Object.keys(b)) {
-    if (!allowed.has(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown field '${k}'; allowed: ${[...allowed].join(', ')}.`));
+    if (!allowed.has(k)) {
+      const takes = allowed.size === 0 ? ': this route takes no body fields' : `; allowed: ${[...allowed].join(', ')}`;
+      throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown field '${k}'${takes}.`));
+    }
   }
   return b as Record<string, unknown>;
 }

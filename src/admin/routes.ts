@@ -20,6 +20,7 @@ import { isNotificationsInputError, notificationsQuery, notificationsView } from
 export type { AdminDeps } from './deps.js';
 
 /** `owner`: the deprecated name of `team`, accepted on input until the next release (README "Teams"). */
+const NO_FIELDS: ReadonlySet<string> = new Set();
 const KEY_FIELDS = new Set(['name', 'team', 'owner', 'rate', 'credits', 'endpoints', 'strategies', 'expires_at', 'cache_isolated']);
 
 /**
@@ -101,6 +102,8 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       });
 
       admin.post<{ Params: { id: string } }>('/keys/:id/revoke', async (request, reply) => {
+        // It reads no field, and one sent (a `reason`) must not be dropped while the key is revoked.
+        bodyOf(request, NO_FIELDS);
         await mustGet(request.params.id);
         await keys.revoke(request.params.id, actor);
         return send(reply, 200, keyView(await mustGet(request.params.id), now()));

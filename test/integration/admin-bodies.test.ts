@@ -52,3 +52,27 @@ describe('an empty body sent as application/json', () => {
     expect(r.headers['x-request-id']).toBe(r.json.error.request_id);
   });
 });
+
+describe('a body field a route does not take', () => {
+  it('revoke with {"reason": …}: 400 UNKNOWN_PARAMETER and the key stays active (was revoked, the field dropped)', async () => {
+    const { json: created } = await admin('POST', '/keys', { name: 'revoke-with-reason' });
+    const r = await admin('POST', `/keys/${created.id}/revoke`, { reason: 'leaked' });
+    expect(r.status).toBe(400);
+    expect(r.json.error.code).toBe('UNKNOWN_PARAMETER');
+    expect(r.json.error.message).toBe("Unknown field 'reason': this route takes no body fields.");
+    expect((await admin('GET', `/keys/${created.id}`)).json.state).toBe('active');
+  });
+
+  it('revoke with a body that is not an object: 400, the key stays active', async () => {
+    const { json: created } = await admin('POST', '/keys', { name: 'revoke-with-array' });
+    const r = await admin('POST', `/keys/${created.id}/revoke`, [1]);
+    expect(r.status).toBe(400);
+    expect(r.json.error.code).toBe('INVALID_PARAMETER');
+    expect((await admin('GET', `/keys/${created.id}`)).json.state).toBe('active');
+  });
+
+  it('revoke with {}: revoked', async () => {
+    const { json: created } = await admin('POST', '/keys', { name: 'revoke-with-empty-object' });
+    expect((await admin('POST', `/keys/${created.id}/revoke`, {})).json.state).toBe('revoked');
+  });
+});
