@@ -54,8 +54,23 @@ export function bodyOf(request: FastifyRequest, allowed: ReadonlySet<string>): R
 /** Refuse query parameters other than `allowed`. */
 export function onlyParams(query: Record<string, unknown>, allowed: readonly string[]): void {
   for (const k of Object.keys(query)) {
-    if (!allowed.includes(k)) throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown parameter '${k}'; allowed: ${allowed.join(', ')}.`));
+    if (!allowed.includes(k)) {
+      const takes = allowed.length === 0 ? ': this route takes no query parameters' : `; allowed: ${allowed.join(', ')}`;
+      throw new Refusal(failure('UNKNOWN_PARAMETER', `Unknown parameter '${k}'${takes}.`));
+    }
     // Repeated (`?by=key&by=team`), a value arrives as an array: one meaning or none.
     if (typeof query[k] !== 'string') throw new Refusal(failure('INVALID_PARAMETER', `${k}: give it once.`));
   }
+}
+
+/**
+ * The route options of a route that reads its query itself (and refuses what it does not
+ * read). Every other admin route refuses any query parameter (routes.ts): dropped, `PUT
+ * /admin/teams/x?credits=5000/month` made a team without a budget, and `GET /admin/keys?team=x`
+ * answered every key as if filtered.
+ */
+export const READS_QUERY = { config: { readsQuery: true } } as const;
+
+export function readsQuery(request: FastifyRequest): boolean {
+  return (request.routeOptions.config as { readsQuery?: boolean }).readsQuery === true;
 }

@@ -4,7 +4,7 @@ import { authRateLimited } from '../gateway/admission.js';
 import { purgeFilter } from '../domain/purge-filter.js';
 import { NOT_UTF8_QUERY, utf8Escapes } from '../domain/params.js';
 import type { AdminDeps } from './deps.js';
-import { bodyOf, onlyParams, Refusal, send, sendFailure, utf8JsonBodies } from './reply.js';
+import { bodyOf, onlyParams, READS_QUERY, readsQuery, Refusal, send, sendFailure, utf8JsonBodies } from './reply.js';
 import { createKey, KeyInputError, keyView, rotateKey, updateKey, type KeyInput } from './keys.js';
 import { registerUsageRoutes } from './usage-routes.js';
 import { budgetsView, deleteTeam, deletionRefusal, deletionView, keyWithBudgets, listTeams, setTeam, showTeam } from './teams.js';
@@ -54,6 +54,11 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         // "équipe") named the team "%E9quipe", and an audit filter matched nobody, answered 200.
         const q = request.url.indexOf('?');
         if (q >= 0 && !utf8Escapes(request.url.slice(q + 1))) return sendFailure(reply, failure('INVALID_PARAMETER', NOT_UTF8_QUERY));
+      });
+
+      // A query parameter a route does not read would be dropped, the call answered as if it applied (reply.ts READS_QUERY).
+      admin.addHook('preHandler', async (request) => {
+        if (!readsQuery(request)) onlyParams(request.query as Record<string, unknown>, []);
       });
 
       admin.setErrorHandler(async (err: unknown, request, reply) => {
@@ -156,7 +161,7 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
       });
 
       // Refused (409 TEAM_NOT_EMPTY) while the team has keys, unless ?reassign=<team> or ?unassign=true says where they go.
-      admin.delete<{ Params: { name: string }; Querystring: Record<string, string | undefined> }>('/teams/:name', async (request, reply) => {
+      admin.delete<{ Params: { name: string }; Querystring: Record<string, string | undefined> }>('/teams/:name', READS_QUERY, async (request, reply) => {
         const q = request.query;
         onlyParams(q, ['reassign', 'unassign']);
         if (q.unassign !== undefined && q.unassign !== 'true' && q.unassign !== 'false') throw new Refusal(failure('INVALID_PARAMETER', 'unassign: expected true or false.'));
@@ -167,13 +172,13 @@ export function registerAdmin(app: FastifyInstance, deps: AdminDeps): void {
         throw new Refusal(failure(code, message));
       });
 
-      admin.get<{ Querystring: Record<string, unknown> }>('/audit', async (request, reply) => {
+      admin.get<{ Querystring: Record<string, unknown> }>('/audit', READS_QUERY, async (request, reply) => {
         const q = auditQuery(request.query);
         if (isAuditInputError(q)) throw new Refusal(failure(q.code, `${q.field}: ${q.message}.`));
         return send(reply, 200, auditPageView(await audit.list(q)));
       });
 
-      admin.get<{ Querystring: Record<string, unknown> }>('/notifications', async (request, reply) => {
+      admin.get<{ Querystring: Record<string, unknown> }>('/notifications', READS_QUERY, async (request, reply) => {
         const q = notificationsQuery(request.query);
         if (isNotificationsInputError(q)) throw new Refusal(failure(q.code, `${q.field}: ${q.message}.`));
         return send(reply, 200, await notificationsView(deps.backend, q));

@@ -3,7 +3,7 @@ import { failure } from '../domain/errors.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import type { AdminDeps } from './deps.js';
 import { overviewView } from './overview.js';
-import { onlyParams, Refusal, send } from './reply.js';
+import { onlyParams, READS_QUERY, Refusal, send } from './reply.js';
 import { compactTime, usageGroups, usageWindow } from './usage.js';
 import { groupedView, rollUp, usageBreakdown, usageCsv } from './usage-breakdown.js';
 
@@ -30,7 +30,7 @@ export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): vo
 
   // One grouping: the report's rows ({id, name, …}). Several (`by=team,day`): one row per
   // combination, named by its dimensions (README "Usage").
-  admin.get<Query>('/usage', async (request, reply) => {
+  admin.get<Query>('/usage', READS_QUERY, async (request, reply) => {
     const q = request.query;
     onlyParams(q, ['from', 'to', 'by']);
     const by = usageGroups(q.by);
@@ -44,7 +44,7 @@ export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): vo
     return send(reply, 200, { from: iso(w.from), to: iso(w.to), by, rows: groupedView(rollUp(rows, by), by) });
   });
 
-  admin.get<Query>('/usage/export.csv', async (request, reply) => {
+  admin.get<Query>('/usage/export.csv', READS_QUERY, async (request, reply) => {
     onlyParams(request.query, ['from', 'to']);
     const w = window(request.query);
     const csv = usageCsv(await usageBreakdown(deps, w.from, w.to).catch(refused));
@@ -56,8 +56,8 @@ export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): vo
       .send(csv);
   });
 
-  admin.get<Query>('/overview', async (request, reply) => {
-    onlyParams(request.query, []);
+  // Its query parameters, none, are refused by the admin scope's hook (routes.ts).
+  admin.get<Query>('/overview', async (_request, reply) => {
     return send(reply, 200, await overviewView(deps, deps.clock.now()));
   });
 }
