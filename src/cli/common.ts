@@ -1,6 +1,7 @@
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config.js';
+import { TIMER_MAX_MS } from '../config-timers.js';
 import { StartupError, StorageMissing } from '../domain/startup-error.js';
 import { maskPasswords } from '../domain/url-password.js';
 import type { StorageBackend, StoragePart } from '../store/backend.js';
@@ -60,6 +61,12 @@ export function configFrom(o: GlobalOpts): Readonly<Config> {
 
 export function portNumber(v: string): number {
   if (!/^\d{1,5}$/.test(v) || Number(v) > 65535) throw new CliError(`--port: expected 0..65535, got '${v}'`);
+  return Number(v);
+}
+
+/** A flag's milliseconds: a whole number a Node.js timer holds (a longer one fires after 1 ms). */
+export function msNumber(flag: string, v: string): number {
+  if (!/^\d{1,10}$/.test(v) || Number(v) > TIMER_MAX_MS) throw new CliError(`${flag}: expected a whole number of milliseconds, 0..${TIMER_MAX_MS}, got '${v}'`);
   return Number(v);
 }
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CliError, configFrom, examples, jsonOption, portNumber, printJson, type GlobalOpts } from './common.js';
+import { CliError, configFrom, examples, jsonOption, msNumber, portNumber, printJson, type GlobalOpts } from './common.js';
 
 /** The gateway, its lifecycle and the simulator, loaded when a command that runs them runs (see storageModule). */
 const gatewayModules = () => Promise.all([import('../app.js'), import('../obs/lifecycle.js'), import('../simulator/index.js')]);
@@ -45,8 +45,10 @@ export function registerRun(program: Command): void {
     ['a provider for a gateway on this machine', 'tollgate simulator --port 8090 --api-key sim_provider_key'],
     ['its address for a script (port 0: any free port)', 'tollgate simulator --port 0 --json'],
   ]).action(async (o: { port: string; host: string; apiKey: string; latency: string; json?: boolean }) => {
+      // Read before anything starts: `Number(o.latency) || 0` ran a simulator without latency for 'abc', and a negative one for '-5'.
+      const [port, latencyMs] = [portNumber(o.port), msNumber('--latency', o.latency)];
       const [, , { startSimulator }] = await gatewayModules();
-      const sim = await startSimulator({ port: portNumber(o.port), host: o.host, apiKey: o.apiKey, latencyMs: Number(o.latency) || 0 });
+      const sim = await startSimulator({ port, host: o.host, apiKey: o.apiKey, latencyMs });
       // One line, not indented: a script reads it while the process keeps running.
       if (o.json) console.log(JSON.stringify({ url: sim.url, api_key: o.apiKey, stats_url: `${sim.url}/__sim/stats` }));
       else console.log(`Provider simulator on ${sim.url} (key: ${o.apiKey}); control plane at ${sim.url}/__sim/stats`);
