@@ -95,6 +95,9 @@ function wrap<T>(field: string, fn: () => T): T {
   }
 }
 
+/** The field of a KeyInputError about the input as a whole (an update that changes nothing), not one of its fields. */
+export const WHOLE_INPUT = '(body)';
+
 /** Validate the given fields into a patch; absent fields stay absent. */
 export function parseKeyInput(input: KeyInput): KeyPatch {
   const p: KeyPatch = {};
@@ -147,7 +150,7 @@ export function createKey(store: Keys, defaults: KeyDefaults, input: KeyInput, a
 /** Null when there is no such key. A running server applies the change on its next request. */
 export function updateKey(store: Keys, id: string, input: KeyInput, actor: string): MaybePromise<ApiKey | null> {
   const p = parseKeyInput(input);
-  if (Object.keys(p).length === 0) throw new KeyInputError('(body)', 'nothing to change');
+  if (Object.keys(p).length === 0) throw new KeyInputError(WHOLE_INPUT, 'nothing to change');
   return store.update(id, p, actor);
 }
 

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { STRATEGIES } from '../domain/endpoints.js';
-import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, type KeyInput } from '../admin/keys.js';
+import { createKey, KeyInputError, keyView, rotateKey, SCOPE_ENDPOINTS, updateKey, WHOLE_INPUT, type KeyInput } from '../admin/keys.js';
 import { keyWithBudgets } from '../admin/teams.js';
 import { Accounting } from '../gateway/accounting.js';
 import type { Config } from '../config.js';
@@ -21,6 +21,8 @@ const FLAG: Record<string, string> = {
   overlap: '--overlap',
 };
 
+const UPDATE_FLAGS = '--name, --team, --rate, --credits, --endpoints, --strategies, --expires, --isolated or --no-isolated';
+
 /**
  * Run with the key store of the configured data dir; input mistakes become CLI errors naming
  * the flag. Only `create` may create tollgate.db: the other commands act on existing keys.
@@ -31,6 +33,8 @@ function withStore<T>(cmd: Command, fn: (keys: Keys, config: Readonly<Config>) =
     try {
       return await fn(storage.keys, config);
     } catch (err) {
+      // The admin API's name for the whole body means nothing on a command line: the flags are named instead.
+      if (err instanceof KeyInputError && err.field === WHOLE_INPUT) throw new CliError(`${err.message}: give at least one of ${UPDATE_FLAGS}`);
       if (err instanceof KeyInputError) throw new CliError(`${FLAG[err.field] ?? err.field}: ${err.message}`);
       throw err;
     }

@@ -87,6 +87,16 @@ describe('tollgate keys (limits, scopes, rotation)', () => {
 });
 
 describe('tollgate usage', () => {
+  it('update without any change: exit 2 naming the flags it takes (was "(body): nothing to change", the admin API\'s word)', async () => {
+    const k = s.newKey({ name: 'unchanged' });
+    const r = await cli('keys', 'update', k.id, '--json');
+    expect(r.code).toBe(2);
+    const { error } = JSON.parse(r.stderr.trim().split('\n').at(-1)!);
+    expect(error.code).toBe('USAGE_ERROR');
+    expect(error.message).not.toContain('(body)');
+    expect(error.message).toMatch(/^nothing to change: give at least one of --name, --team, .*--isolated/);
+  });
+
   it('--json prints rows with id, name, requests, cache_hits, credits, credits_saved, unsettled_credits', async () => {
     const k = s.newKey({ name: 'usage-cli' });
     await s.get('/v1/profile?person.id=900', { key: k.secret });
