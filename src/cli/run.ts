@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { listenError } from '../domain/startup-error.js';
 import { CliError, configFrom, examples, jsonOption, msNumber, portNumber, printJson, type GlobalOpts } from './common.js';
 
 /** The gateway, its lifecycle and the simulator, loaded when a command that runs them runs (see storageModule). */
@@ -48,7 +49,10 @@ export function registerRun(program: Command): void {
       // Read before anything starts: `Number(o.latency) || 0` ran a simulator without latency for 'abc', and a negative one for '-5'.
       const [port, latencyMs] = [portNumber(o.port), msNumber('--latency', o.latency)];
       const [, , { startSimulator }] = await gatewayModules();
-      const sim = await startSimulator({ port, host: o.host, apiKey: o.apiKey, latencyMs });
+      // A port in use is an everyday failure named in one line, as serve's (it was printed as a bug, with its stack).
+      const sim = await startSimulator({ port, host: o.host, apiKey: o.apiKey, latencyMs }).catch((err: unknown) =>
+        Promise.reject(listenError(err, o.host, port, { port: '--port', host: '--host' })),
+      );
       // One line, not indented: a script reads it while the process keeps running.
       if (o.json) console.log(JSON.stringify({ url: sim.url, api_key: o.apiKey, stats_url: `${sim.url}/__sim/stats` }));
       else console.log(`Provider simulator on ${sim.url} (key: ${o.apiKey}); control plane at ${sim.url}/__sim/stats`);

@@ -20,14 +20,21 @@ export function uidText(): string {
   return typeof process.getuid === 'function' ? `uid ${process.getuid()}` : 'this user';
 }
 
+/** Where a command's listen address is set: serve's flags and variables by default. */
+export interface ListenSettings {
+  readonly port: string;
+  readonly host: string;
+}
+const SERVE_SETTINGS: ListenSettings = { port: '--port or TOLLGATE_PORT', host: '--host or TOLLGATE_HOST' };
+
 /** `listen` failures an operator can fix, as one line naming the setting to change. */
-export function listenError(err: unknown, host: string, port: number): unknown {
+export function listenError(err: unknown, host: string, port: number, settings: ListenSettings = SERVE_SETTINGS): unknown {
   const code = (err as { code?: string }).code;
   const where = `port ${port} on ${host}`;
-  if (code === 'EADDRINUSE') return new StartupError(`${where} is already in use; set --port or TOLLGATE_PORT`, code);
-  if (code === 'EACCES') return new StartupError(`${where} may not be bound by ${uidText()}; use a port above 1023 (--port or TOLLGATE_PORT)`, code);
+  if (code === 'EADDRINUSE') return new StartupError(`${where} is already in use; set ${settings.port}`, code);
+  if (code === 'EACCES') return new StartupError(`${where} may not be bound by ${uidText()}; use a port above 1023 (${settings.port})`, code);
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
-    return new StartupError(`cannot listen on ${host}: no such local address; set --host or TOLLGATE_HOST`, code);
+    return new StartupError(`cannot listen on ${host}: no such local address; set ${settings.host}`, code);
   }
   return err;
 }
