@@ -28,6 +28,8 @@ export interface AuditInputError {
 }
 
 
+const TEXT_FILTERS: ReadonlySet<string> = new Set(['actor', 'action', 'target', 'cursor']);
+
 /** The query, or what is wrong with the first bad field. */
 export function auditQuery(input: Readonly<Record<string, unknown>>): AuditQuery | AuditInputError {
   for (const k of Object.keys(input)) {
@@ -38,7 +40,10 @@ export function auditQuery(input: Readonly<Record<string, unknown>>): AuditQuery
   for (const [k, v] of Object.entries(input)) {
     if (v === undefined) continue;
     if (typeof v !== 'string') return bad(k, 'give it once, as a string');
-    if (v.length === 0 || v.length > 500) return bad(k, 'must be 1 to 500 characters');
+    // The length rule is the free-text filters' own: `?limit=` was told "1 to 500 characters",
+    // not that it must be a number; times and limits have their own, stricter, rules below.
+    if (TEXT_FILTERS.has(k) && (v.length === 0 || v.length > 500)) return bad(k, 'must be 1 to 500 characters');
+    if (v.length > 500) return bad(k, 'must be at most 500 characters');
     text[k] = v;
   }
   const time = (field: 'from' | 'to'): number | AuditInputError | undefined => {

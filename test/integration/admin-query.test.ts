@@ -74,3 +74,21 @@ describe('a query parameter on a route that reads none', () => {
     expect((await admin('GET', '/keys')).status).toBe(200);
   });
 });
+
+describe('an empty audit parameter is judged by its own rule', () => {
+  it.each([
+    ['limit', 'limit: expected a whole number from 1 to 1000.'],
+    ['from', 'from: expected an ISO 8601 date or time such as 2026-01-31 (a day the calendar has, before 9999-12-31).'],
+    ['to', 'to: expected an ISO 8601 date or time such as 2026-01-31 (a day the calendar has, before 9999-12-31).'],
+  ])("GET /admin/audit?%s=: names what the value must be (was 'must be 1 to 500 characters')", async (param, message) => {
+    const r = await admin('GET', `/audit?${param}=`);
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'INVALID_PARAMETER', message });
+  });
+
+  it('an empty text filter is still refused by its length', async () => {
+    const r = await admin('GET', '/audit?actor=');
+    expect(r.status).toBe(400);
+    expect(r.json.error.message).toBe('actor: must be 1 to 500 characters.');
+  });
+});
