@@ -48,6 +48,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     // or X-Request-Id. No route needs an expectation met, so the request is served as any
     // other (RFC 9110 §10.1.1 lets a server ignore one it does not know).
     server.on('checkExpectation', handle);
+    // Node keeps the first 2000 header lines and drops the rest silently, so a second
+    // Authorization or Host, or a body's Content-Length, past them went unseen by earlyRefusal.
+    // 0 reads them all: maxHeaderSize (server.maxHeaderBytes, 431) bounds the head instead.
+    server.maxHeadersCount = 0;
     server.on('connect', connectRefusal(deps, trusted));
     return server;
   });
