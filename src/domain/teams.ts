@@ -50,7 +50,7 @@ export function teamName(input: string): string {
 }
 
 /**
- * A name a team is created or changed under: teamName, and not "." or "..". Those are dot
+ * A name a team is created or changed under: teamName, and not "none" (see below), "." or "..". Those are dot
  * segments in a URL path — browsers and HTTP clients resolve /dashboard/teams/.. to
  * /dashboard/ (percent-encoded too) — so such a team's page and /admin/teams/<name> could not
  * be reached. Looking a name up stays teamName's: a team of that name from a key owner made
@@ -59,6 +59,9 @@ export function teamName(input: string): string {
 export function newTeamName(input: string): string {
   const name = teamName(input);
   if (name === '.' || name === '..') throw new InvalidTeamName('cannot be "." or "..": the team\'s address (/admin/teams/<name>, /dashboard/teams/<name>) could not be reached');
+  // A key's team given as "none" (any case) takes the key out of any team: a team of that name
+  // could be made, and have a budget, but no key could join it, and one sent to it had no team.
+  if (name.toLowerCase() === 'none') throw new InvalidTeamName('cannot be "none" (in any case): as a key\'s team it means no team, so no key could join it');
   return name;
 }
 

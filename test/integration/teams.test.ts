@@ -92,6 +92,20 @@ describe('team names a URL cannot hold', () => {
     expect(names).not.toContain('.');
     expect(names).not.toContain('..');
   });
+  it('"none" in any case is refused for a new team: a key given it as its team is taken out of any team, so no key could join it', async () => {
+    // Before: PUT /admin/teams/None made the team (200), and a key created with team "None" got team null (201), outside its budget.
+    for (const name of ['none', 'None', 'NONE']) {
+      const put = await admin('PUT', `/teams/${name}`, { credits: '10/day' });
+      expect([put.status, put.json.error?.code, put.json.error?.message]).toEqual([400, 'INVALID_PARAMETER', expect.stringMatching(/^name: cannot be "none"/)]);
+    }
+    expect((await admin('PUT', '/teams/reassign-none-from', {})).status).toBe(200);
+    const reassign = await admin('DELETE', '/teams/reassign-none-from?reassign=None');
+    expect(reassign.status).toBe(400);
+    const names = (await admin('GET', '/teams')).json.teams.map((t: { name: string }) => t.name.toLowerCase());
+    expect(names).not.toContain('none');
+    const key = await admin('POST', '/keys', { name: 'none-team', team: 'None' });
+    expect([key.status, key.json.api_key.team]).toEqual([201, null]);
+  });
 });
 
 describe('a team name in another Unicode form', () => {
