@@ -49,9 +49,17 @@ describe('stampsOfMoves', () => {
   it('a counter that went back, vanished or did not move accounts for nothing', () => {
     expect(stampsOfMoves('5', '3', ['3 a', '2 b'])).toBeNull();
     expect(stampsOfMoves('5', null, ['5 a'])).toBeNull();
-    expect(stampsOfMoves(null, '1', ['1 a'])).toBeNull();
     expect(stampsOfMoves('5', '5', ['5 a'])).toBeNull();
     expect(stampsOfMoves('5', '6', ['6 a,b', '5 c'])).toEqual(['a', 'b']);
+  });
+
+  it('a counter that did not exist at the last read (no move yet, or Redis restarted empty, which that read answered) moved from 0', () => {
+    // A fresh installation: the first key made, then another, both seen in one read. Was null: every replica forgot every key,
+    // and one that could not reach PostgreSQL by then refused them all.
+    expect(stampsOfMoves(null, '2', ['2 a', '1 b'])).toEqual(['b', 'a']);
+    expect(stampsOfMoves(null, '1', ['1 -'])).toBeNull();
+    expect(stampsOfMoves(null, '2', ['2 a'])).toBeNull();
+    expect(stampsOfMoves(null, '33', Array.from({ length: 32 }, (_, i) => `${33 - i} s${33 - i}`))).toBeNull();
   });
 
   it('a move the log does not hold (made by a replica of an earlier version, which only counts) is not mistaken for an earlier one', () => {

@@ -30,11 +30,13 @@ return n`;
  * The stamps of the writes behind a counter's moves since it read `before`, from the topic's
  * log (ANNOUNCE's lines). Null when a move cannot be accounted for: the counter went back or
  * vanished (Redis restarted empty), a move is not in the log (too many since, or logged by
- * nobody), or a move names no write.
+ * nobody), or a move names no write. A counter that did not exist at that read (`before`
+ * null: nothing announced yet, or Redis restarted empty, which that read saw and answered)
+ * moved from 0: every move since is in the log.
  */
 export function stampsOfMoves(before: string | null, now: string | null, log: readonly string[]): string[] | null {
-  if (before === null || now === null) return null;
-  const from = Number(before);
+  if (now === null) return null;
+  const from = before === null ? 0 : Number(before);
   const to = Number(now);
   if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || to <= from || to - from > LOG_MOVES) return null;
   const named = new Map<number, string>();
