@@ -95,4 +95,25 @@ describe('PostgreSQL crashes and restarts under load', () => {
     // Every credit the provider charged is in the ledger: nothing was spent while it was down.
     await until('the ledger has every charge', 10_000, async () => ((await ledgerCredits()) === c.sim.creditsCharged() ? true : undefined), 250);
   }, 90_000);
+
+  it('a key made and another changed just before PostgreSQL goes away take no other key with them: those are still answered from memory', async () => {
+    const held = await c.newKey();
+    await c.get(0, profile('pg-restart-held'), held.secret);
+    for (const i of ALL) expect(header(await c.get(i, profile('pg-restart-held'), held.secret), 'x-cache-status')).toBe('HIT');
+    const other = await c.newKey();
+    expect((await c.admin(1, 'PATCH', `/keys/${other.id}`, { name: 'renamed' })).status).toBe(200);
+    // Heard by every replica, through NOTIFY and through Redis; nothing reads `held` again before the outage.
+    await new Promise((r) => setTimeout(r, 1_200));
+    await db.crash();
+    try {
+      const during = await Promise.all(ALL.map((i) => c.get(i, profile('pg-restart-held'), held.secret)));
+      // Was 503 on every replica: any key's change made each forget every key it remembered.
+      expect(during.map((r) => [r.status, header(r, 'x-cache-status')])).toEqual(Array(3).fill([200, 'HIT']));
+      // The key changed is forgotten: it waits for the database, as a key never seen does.
+      expect((await c.get(2, profile('pg-restart-held'), other.secret)).status).toBe(503);
+    } finally {
+      await db.start();
+    }
+  }, 60_000);
 });
+

@@ -162,12 +162,14 @@ export class PgKeys implements Keys {
 
   /**
    * A writing statement whose rows, when there are any, notify every replica (PgChangeFeed) in
-   * the same statement: the notification is sent exactly when the change commits.
+   * the same statement: the notification is sent exactly when the change commits. It names the
+   * key (`keys:<id>`), so that replicas forget that key alone, not every key they remember; a
+   * replica of an earlier version reads it as `keys` and forgets them all, as it always did.
    */
   private async writing(on: Pool | PoolClient, sql: string, params: unknown[]): Promise<Row[]> {
     const stamp = stampPayload(this.stamps.next('keys'));
     const r = await on.query<Row>(
-      `WITH w AS (${sql}) SELECT w.*, pg_notify('${CHANGES_CHANNEL}', 'keys') AS notified, pg_notify('${CHANGES_CHANNEL}', $${params.length + 1}) AS stamped FROM w`,
+      `WITH w AS (${sql}) SELECT w.*, pg_notify('${CHANGES_CHANNEL}', 'keys:' || w.id) AS notified, pg_notify('${CHANGES_CHANNEL}', $${params.length + 1}) AS stamped FROM w`,
       [...params, stamp],
     );
     return r.rows;

@@ -13,10 +13,13 @@ const REMEMBERED_MAX = 10_000;
 
 /**
  * The shared key table with this replica's memory of it: what each presented secret (by its
- * hash) was found to be, so that a request reads no database. Forgotten wholesale when any
- * replica, the admin API or the CLI changes a key (PgChangeFeed, within a fraction of a
- * second; after a lost notification connection, as soon as it is back). Unknown secrets are
- * remembered too: a client retrying a wrong key costs the database nothing.
+ * hash) was found to be, so that a request reads no database. When any replica, the admin API
+ * or the CLI changes a key, that key is forgotten, with every secret remembered as unknown (it
+ * may be the key's new one); a change of a team, a notification that names no key and a lost
+ * notification connection forget everything (PgChangeFeed, within a fraction of a second).
+ * Forgetting only the key changed matters when PostgreSQL goes down: every key not remembered
+ * is refused then, and a key made just before an outage took all the others with it. Unknown
+ * secrets are remembered too: a client retrying a wrong key costs the database nothing.
  *
  * While PostgreSQL is down, keys remembered keep working and others are refused as a storage
  * failure: nobody can change a key then, so what is remembered is still true. A replica cut
@@ -26,6 +29,8 @@ const REMEMBERED_MAX = 10_000;
  */
 export class RememberedKeys implements Keys {
   private readonly found = new Map<string, FoundKey | null>();
+  /** The secret hashes remembered for each key id (its current and previous secret). */
+  private readonly hashesOf = new Map<string, Set<string>>();
   /** Bumped when keys change: a read begun before must not store its (maybe older) answer. */
   private epoch = 0;
   private readonly unsubscribe: () => void;
@@ -37,7 +42,9 @@ export class RememberedKeys implements Keys {
     private readonly announce: () => Promise<void> = () => Promise.resolve(),
   ) {
     this.unsubscribe = changes.onChange((c) => {
-      if (c.topic === 'keys') this.forget();
+      if (c.topic !== 'keys') return;
+      if (c.key === null) this.forget();
+      else this.forgetKey(c.key);
     });
   }
 
@@ -47,10 +54,7 @@ export class RememberedKeys implements Keys {
     if (known !== undefined) return known;
     const epoch = this.epoch;
     return this.table.findByHash(hash).then((k) => {
-      if (epoch === this.epoch) {
-        if (this.found.size >= REMEMBERED_MAX) this.found.clear();
-        this.found.set(hash, k);
-      }
+      if (epoch === this.epoch) this.remember(hash, k);
       return k;
     });
   }
@@ -64,19 +68,19 @@ export class RememberedKeys implements Keys {
   }
 
   create(input: NewKey, actor?: string): Promise<{ key: ApiKey; secret: string }> {
-    return this.changing(this.table.create(input, actor));
+    return this.changing(this.table.create(input, actor), (r) => r.key.id);
   }
 
   update(id: string, patch: KeyPatch, actor?: string): Promise<ApiKey | null> {
-    return this.changing(this.table.update(id, patch, actor));
+    return this.changing(this.table.update(id, patch, actor), () => id);
   }
 
   rotate(id: string, overlapMs: number, actor?: string): Promise<{ key: ApiKey; secret: string } | null> {
-    return this.changing(this.table.rotate(id, overlapMs, actor));
+    return this.changing(this.table.rotate(id, overlapMs, actor), () => id);
   }
 
   revoke(id: string, actor?: string): Promise<boolean> {
-    return this.changing(this.table.revoke(id, actor));
+    return this.changing(this.table.revoke(id, actor), () => id);
   }
 
   /**
@@ -99,20 +103,45 @@ export class RememberedKeys implements Keys {
   }
 
   /**
-   * This replica's own change is seen by its next request, before the notification comes back;
-   * the others are told through Redis too before the change is answered as done.
+   * This replica's own change is seen by its next request, before the notification comes back
+   * (the key changed alone, when it is known; everything when the write failed, which may have
+   * landed); the others are told through Redis too before the change is answered as done.
    */
-  private async changing<T>(p: Promise<T>): Promise<T> {
+  private async changing<T>(p: Promise<T>, idOf: (result: T) => string): Promise<T> {
+    let id: string | null = null;
     try {
-      return await p;
+      const result = await p;
+      id = idOf(result);
+      return result;
     } finally {
-      await this.changed();
+      if (id === null) this.forget();
+      else this.forgetKey(id);
+      await this.announce();
     }
+  }
+
+  private remember(hash: string, found: FoundKey | null): void {
+    if (this.found.size >= REMEMBERED_MAX) this.forget();
+    this.found.set(hash, found);
+    if (!found) return;
+    let hashes = this.hashesOf.get(found.key.id);
+    if (!hashes) this.hashesOf.set(found.key.id, (hashes = new Set()));
+    hashes.add(hash);
   }
 
   private forget(): void {
     this.epoch++;
     this.found.clear();
+    this.hashesOf.clear();
+  }
+
+  /** Key `id` changed: its secrets are forgotten, and every secret remembered as unknown (one may be its new secret). */
+  private forgetKey(id: string): void {
+    // A read begun before the change must not store its (maybe older) answer, of this key or of an unknown secret.
+    this.epoch++;
+    for (const hash of this.hashesOf.get(id) ?? []) this.found.delete(hash);
+    this.hashesOf.delete(id);
+    for (const [hash, found] of this.found) if (found === null) this.found.delete(hash);
   }
 }
 
