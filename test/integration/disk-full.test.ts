@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
+import { fillDisk } from '../helpers/fill-disk.js';
 import { profileUrl, startStack, type Stack } from '../helpers/stack.js';
 
 /**
@@ -32,19 +33,6 @@ afterAll(async () => {
   rmSync(mountPoint, { recursive: true, force: true });
 });
 
-/** Write until the filesystem says ENOSPC. */
-function fillDisk(): void {
-  const fd = openSync(filler, 'w');
-  const chunk = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, chunk);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-  } finally {
-    closeSync(fd);
-  }
-}
-
 const ledgerCredits = () => s.app.costs.ledger.usage(0, ALL, 'key').reduce((a, r) => a + r.credits, 0);
 
 describe('the data directory’s filesystem fills up', () => {
@@ -52,7 +40,7 @@ describe('the data directory’s filesystem fills up', () => {
     const cached = `/v1/company?url=${encodeURIComponent('https://www.linkedin.com/company/warm-co')}`;
     expect((await s.get(cached)).status).toBe(200);
 
-    fillDisk();
+    fillDisk(filler);
     // A few writes may still fit in space SQLite already holds; within a bounded number of
     // misses the ledger can no longer be written, and from then on the provider is not called.
     const statuses: number[] = [];

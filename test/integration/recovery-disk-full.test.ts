@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -9,6 +9,7 @@ import { createApp, type App } from '../../src/app.js';
 import { FakeClock } from '../../src/domain/clock.js';
 import { validateConfig } from '../../src/config.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { fillDisk } from '../helpers/fill-disk.js';
 import { ledgerTotals } from '../helpers/ledger-totals.js';
 import { lineSink } from '../helpers/log-sink.js';
 import { profileUrl, SIM_KEY } from '../helpers/stack.js';
@@ -39,19 +40,6 @@ afterAll(async () => {
   execFileSync('umount', ['-l', mountPoint]);
   rmSync(mountPoint, { recursive: true, force: true });
 });
-
-/** Write until the filesystem says ENOSPC. */
-function fillDisk(file: string): void {
-  const fd = openSync(file, 'w');
-  const chunk = Buffer.alloc(4096, 1);
-  try {
-    for (;;) writeSync(fd, chunk);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 it("a dead process's reservation storage refuses at start counts in the budgets, and is charged once the disk has room", async () => {
   const dataDir = join(mountPoint, 'data');
