@@ -146,6 +146,8 @@ export function createApp(config: Readonly<Config>, opts: AppOptions = {}): App 
     ops: {
       metrics,
       metricsToken: config.metrics.token,
+      // Failed metrics tokens count with failed admin tokens, per address (README "Metrics").
+      tokenGuesses: { state: (ip) => gateway.admission.adminState(ip, clock.now()), fail: (ip) => gateway.admission.countAdminFailure(ip, clock.now()) },
       draining: () => draining,
       readiness: async () => readiness({ storage: await backend.health(), breaker: upstream.breakerState(), draining }),
     },

@@ -5,6 +5,7 @@ import type { MaybePromise } from '../store/ports.js';
 import type { Metrics } from '../obs/metrics.js';
 import { bearerMatches, tokenDigest } from '../domain/keys.js';
 import { sendFailure } from './fastify-reply.js';
+import { authRateLimited } from '../gateway/admission.js';
 
 /** What the operations routes and hooks need from the app. */
 export interface OpsDeps {
@@ -14,6 +15,14 @@ export interface OpsDeps {
   readonly draining: () => boolean;
   /** Bearer token required by GET /metrics; null leaves it open (the default). */
   readonly metricsToken: string | null;
+  /**
+   * The per-address limiter of failed operator tokens (/admin's, gateway/admission.ts): a
+   * metrics token is an operator's choice too, and may be guessable. Absent: not limited.
+   */
+  readonly tokenGuesses?: {
+    state(ip: string): { readonly allowed: boolean; readonly retryAfter: number; readonly headers: Record<string, string> };
+    fail(ip: string): Record<string, string>;
+  };
 }
 
 /** Routes that keep answering while draining: probes and scrapes must see the drain, not a refusal. */
@@ -37,8 +46,14 @@ export function registerOps(app: FastifyInstance, ops: OpsDeps): void {
 
   const expected = ops.metricsToken === null ? null : tokenDigest(ops.metricsToken);
   app.get('/metrics', async (request, reply) => {
-    if (expected && !bearerMatches(request.headers.authorization, expected)) {
-      return sendFailure(reply, failure('METRICS_UNAUTHORIZED'), { 'www-authenticate': 'Bearer realm="tollgate-metrics"', 'x-request-id': request.id });
+    if (expected) {
+      // As /admin: an address out of guesses is refused even with the right token, or the cap would only slow a guesser down.
+      const ip = ops.tokenGuesses?.state(request.clientIp);
+      if (ip && !ip.allowed) return sendFailure(reply, authRateLimited(ip.retryAfter), { ...ip.headers, 'x-request-id': request.id });
+      if (!bearerMatches(request.headers.authorization, expected)) {
+        const headers = ops.tokenGuesses?.fail(request.clientIp) ?? {};
+        return sendFailure(reply, failure('METRICS_UNAUTHORIZED'), { ...headers, 'www-authenticate': 'Bearer realm="tollgate-metrics"', 'x-request-id': request.id });
+      }
     }
     const { contentType, body } = await ops.metrics.scrape();
     return reply.header('cache-control', 'no-store').type(contentType).send(body);
