@@ -41,7 +41,7 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
     // The router's own cap on a path parameter (100 bytes) answered 414 for a team name of 101
     // characters, which is a name too long (400, said by the route), not a URI too long: the
     // whole target is bounded already (server.maxUrlBytes, edge.ts earlyRefusal).
-    maxParamLength: config.server.maxUrlBytes,
+    routerOptions: { maxParamLength: config.server.maxUrlBytes },
     clientErrorHandler: parserErrorHandler(deps, trusted),
     // The router refuses a path that is not valid percent-encoding (or an over-long parameter)
     // before any hook runs, so this answer sets its own id, and is logged and counted here.
