@@ -77,10 +77,10 @@ export async function forwardToProvider(deps: LookupDeps, miss: Miss, trace: Loo
     if (!entered.leader) {
       const result = await entered.result;
       if (!(result instanceof Released)) {
-        const now = result.outcome.ok ? miss : await fallbackNow(deps, miss);
+        const atFailure = result.outcome.ok ? miss : await fallbackNow(deps, miss);
         // Besteffort joined a call without the provider's fallback, which failed: unless a stored entry falls back, call once on its own.
-        if (ownFallback || result.outcome.ok || !missedProviderFallback(entered.call, freshness, result.outcome.kind) || localFallback(deps, now)) {
-          return answerFetched(deps, now, result, false, trace);
+        if (ownFallback || result.outcome.ok || !missedProviderFallback(entered.call, freshness, result.outcome.kind) || localFallback(deps, atFailure)) {
+          return answerFetched(deps, atFailure, result, false, trace);
         }
         ownFallback = true;
         continue;

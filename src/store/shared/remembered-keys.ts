@@ -121,7 +121,8 @@ export class RememberedKeys implements Keys {
   }
 
   private remember(hash: string, found: FoundKey | null): void {
-    if (this.found.size >= REMEMBERED_MAX) this.forget();
+    // Full: a clean slate, not a change (a read under way may still store its answer).
+    if (this.found.size >= REMEMBERED_MAX) this.drop();
     this.found.set(hash, found);
     if (!found) return;
     let hashes = this.hashesOf.get(found.key.id);
@@ -131,6 +132,10 @@ export class RememberedKeys implements Keys {
 
   private forget(): void {
     this.epoch++;
+    this.drop();
+  }
+
+  private drop(): void {
     this.found.clear();
     this.hashesOf.clear();
   }
