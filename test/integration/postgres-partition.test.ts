@@ -131,6 +131,31 @@ describe('the change feed cut off from PostgreSQL', () => {
     }
   }, 15_000);
 
+  it('reconnects within about a second of the network healing, even with a reconnect attempt left hanging by the partition', async () => {
+    const feed = await PgChangeFeed.open(net.through(db.url), { checkEveryMs: 200, checkTimeoutMs: 300 });
+    try {
+      net.cut('blackhole');
+      const lost = Date.now();
+      while (feed.listening) {
+        if (Date.now() - lost > 2_000) throw new Error('the silence was not noticed');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // The first reconnect attempt (0.5 s after the loss) is now waiting on the partition,
+      // and the server will never answer it: only its connect timeout (5 s) would end it.
+      await new Promise((r) => setTimeout(r, 1_200));
+      net.restore('silent');
+      const healed = Date.now();
+      while (!feed.listening) {
+        // Was ~4.5 s: the next attempt waited for the hanging one to time out.
+        if (Date.now() - healed > 2_500) throw new Error('not listening within 2.5 s of the network healing');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(feed.listening).toBe(true);
+    } finally {
+      await feed.close();
+    }
+  }, 15_000);
+
   it('told of a change through Redis while cut off, forgets nothing when it heard the change\'s stamp, and everything of the topic when it did not', async () => {
     const feed = await PgChangeFeed.open(net.through(db.url), { checkEveryMs: 60_000 });
     const heard: string[] = [];

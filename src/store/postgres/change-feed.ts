@@ -16,6 +16,14 @@ export const NOTIFY_SQL = `SELECT pg_notify('${CHANGES_CHANNEL}', $1)`;
 /** How long heardElsewhere waits for the listening connection to answer: the beacon's 0.5 s and this stay under guarantee 5's 2 s. */
 const CONFIRM_MS = 1_000;
 
+/** A connect attempt's own limit: the first at startup, and each reconnect. */
+const CONNECT_MS = 5_000;
+/** After a loss or a failed attempt, the next attempt. */
+const RETRY_MS = 500;
+/** While an attempt is pending, the next one (see retry). */
+const HEDGE_MS = 1_000;
+const MAX_ATTEMPTS = 5;
+
 /** NOTIFY's payload is limited to 8000 bytes: a longer key is announced as its whole topic. */
 const MAX_PAYLOAD = 7_900;
 
@@ -69,6 +77,8 @@ export class PgChangeFeed implements ChangeFeed {
   private checking = false;
   private client: pg.Client | null = null;
   private reconnecting: NodeJS.Timeout | null = null;
+  /** Reconnect attempts not yet ended. */
+  private pending = 0;
   private closed = false;
 
   private constructor(
@@ -158,7 +168,14 @@ export class PgChangeFeed implements ChangeFeed {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: 'tollgate-changes', connectionTimeoutMillis: 5_000, query_timeout: this.checkTimeoutMs });
+    const client = await this.attempt();
+    if (this.closed) return void client.end().catch(() => {});
+    this.client = client;
+  }
+
+  /** A new listening connection, or the reason it could not be made. */
+  private async attempt(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.url, application_name: 'tollgate-changes', connectionTimeoutMillis: CONNECT_MS, query_timeout: this.checkTimeoutMs });
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     client.on('notification', (n) => this.heard(n.payload ?? ''));
@@ -170,11 +187,7 @@ export class PgChangeFeed implements ChangeFeed {
       void client.end().catch(() => {});
       throw err;
     }
-    if (this.closed) {
-      await client.end().catch(() => {});
-      return;
-    }
-    this.client = client;
+    return client;
   }
 
   /** The connection answers, or is given up as lost (and closed without waiting for a goodbye that may never come). */
@@ -201,22 +214,46 @@ export class PgChangeFeed implements ChangeFeed {
     this.retry();
   }
 
+  /**
+   * Reconnect, 0.5 s after the loss and again after each failure. An attempt may hang for its
+   * whole connect timeout: one begun during a partition and not answered when the network
+   * heals (the server forgot it). So while one is pending, another starts every HEDGE_MS, up
+   * to MAX_ATTEMPTS at once; the first to listen is kept, the others are closed. The feed is
+   * back within about HEDGE_MS of the database being reachable, and a database slow to accept
+   * (TLS, a far region) still has the whole connect timeout.
+   */
   private retry(): void {
     if (this.closed || this.reconnecting) return;
-    this.reconnecting = setTimeout(() => {
-      this.reconnecting = null;
-      this.connect().then(
-        () => {
-          if (this.closed) return;
-          this.log?.info({}, 'change notifications resumed');
-          // What was sent while nobody listened is lost: everything may have changed.
-          this.heard('keys');
-          this.heard('cache');
-        },
-        () => this.retry(),
-      );
-    }, 500);
+    this.reconnecting = setTimeout(() => this.hedge(), RETRY_MS);
     this.reconnecting.unref();
+  }
+
+  private hedge(): void {
+    this.reconnecting = null;
+    if (this.closed || this.client) return;
+    this.pending++;
+    if (this.pending < MAX_ATTEMPTS) {
+      this.reconnecting = setTimeout(() => this.hedge(), HEDGE_MS);
+      this.reconnecting.unref();
+    }
+    this.attempt().then(
+      (client) => {
+        this.pending--;
+        if (this.closed || this.client) return void client.end().catch(() => {});
+        this.client = client;
+        if (this.reconnecting) clearTimeout(this.reconnecting);
+        this.reconnecting = null;
+        this.log?.info({}, 'change notifications resumed');
+        // What was sent while nobody listened is lost: everything may have changed.
+        this.heard('keys');
+        this.heard('cache');
+      },
+      () => {
+        this.pending--;
+        // Refused at once: again in RETRY_MS. Timed out: a hedge may be due already.
+        if (!this.client) this.retry();
+      },
+    );
   }
 
   private heard(payload: string): void {
