@@ -3,7 +3,7 @@ import { isNotificationsInputError, notificationsQuery, notificationsView } from
 import { webhookName } from '../config-notifications.js';
 import { crossedThresholds } from '../domain/budget-alerts.js';
 import { frameOf, show, type DashboardDeps } from './context.js';
-import { queryOf } from './http.js';
+import { pageQuery } from './http.js';
 
 /*
  * Budget alerts in the dashboard (README "Budget notifications"): the overview's most recent
@@ -41,12 +41,13 @@ export function withReached<B extends { readonly used: number; readonly limit: n
 /** The Alerts page: newest first, ALERTS_PAGE at a time, with each webhook's delivery state. */
 export function registerAlerts(app: FastifyInstance, deps: DashboardDeps): void {
   app.get('/alerts', async (request, reply) => {
-    const q = queryOf(request);
+    const read = pageQuery(request, ['limit', 'cursor']);
+    const q = typeof read === 'string' ? {} : read.one;
     const given = { limit: q.limit ?? String(ALERTS_PAGE), ...(q.cursor !== undefined && { cursor: q.cursor }) };
-    const parsed = notificationsQuery(given);
+    const parsed = typeof read === 'string' ? read : notificationsQuery(given);
     const settings = alertSettings(deps);
-    if (isNotificationsInputError(parsed)) {
-      const error = `${parsed.field === 'cursor' ? 'The page link' : parsed.field}: ${parsed.message}.`;
+    if (typeof parsed === 'string' || isNotificationsInputError(parsed)) {
+      const error = typeof parsed === 'string' ? `${parsed}.` : `${parsed.field === 'cursor' ? 'The page link' : parsed.field}: ${parsed.message}.`;
       return show(request, reply, 'alerts', frameOf(request, 'Alerts', 'alerts', { error }), { alerts: [], next: null, first: false, settings }, 400);
     }
     const view = await notificationsView(deps.backend, parsed);

@@ -73,15 +73,27 @@ export function fields(form: Form, name: string): string[] {
   return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }
 
-/** A query string's single values (a repeated parameter keeps its first). */
-export function queryOf(request: FastifyRequest): Record<string, string> {
+/** A page's query as read: each parameter's value, a repeated one (`multi`) all of them. */
+export type PageQuery = { readonly one: Readonly<Record<string, string>>; readonly many: Readonly<Record<string, readonly string[]>> };
+
+/**
+ * A page's query, strictly, as the admin API reads its own (admin/reply.ts onlyParams): a
+ * parameter the page does not read, or one of `single` given twice, is refused (a message for
+ * the page's 400), not dropped or cut to its first value: a hand-edited `?form=2026-01-01` or
+ * `?by=teams` showed the default report as if it were the one asked for. `multi` may repeat.
+ */
+export function pageQuery(request: FastifyRequest, single: readonly string[], multi: readonly string[] = []): PageQuery | string {
   const q = (request.query ?? {}) as Record<string, string | string[] | undefined>;
-  const out: Record<string, string> = {};
+  const one: Record<string, string> = {};
+  const many: Record<string, string[]> = {};
   for (const [k, v] of Object.entries(q)) {
-    const first = Array.isArray(v) ? v[0] : v;
-    if (first !== undefined) out[k] = first;
+    if (v === undefined) continue;
+    if (multi.includes(k)) many[k] = Array.isArray(v) ? v : [v];
+    else if (!single.includes(k)) return `Unknown parameter '${k}'; this page reads ${[...single, ...multi].join(', ')}`;
+    else if (Array.isArray(v)) return `${k}: give it once`;
+    else one[k] = v;
   }
-  return out;
+  return { one, many };
 }
 
 /** After a change: the browser is sent to a page it can reload without sending the form again. */

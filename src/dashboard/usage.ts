@@ -3,7 +3,7 @@ import { compactTime, usageWindow } from '../admin/usage.js';
 import { rollUp, usageBreakdown, usageCsv, type RolledRow, type UsageDimension } from '../admin/usage-breakdown.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import { frameOf, show, type DashboardDeps } from './context.js';
-import { queryOf } from './http.js';
+import { pageQuery } from './http.js';
 
 /*
  * Usage over a chosen range, grouped by any of team, key, endpoint and day (admin/usage-
@@ -18,11 +18,12 @@ const CHART_ROWS = 40;
 const dateOf = (t: number) => new Date(t).toISOString().slice(0, 10);
 
 /** The range and grouping of a query, with the form's values; an error message for a bad one. */
-function selection(q: Record<string, string>, all: readonly string[], now: number) {
+function selection(q: Readonly<Record<string, string>>, all: readonly string[], now: number) {
   const from = q.from || undefined;
   const to = q.to || undefined;
   const by = DIMENSIONS.map(([d]) => d).filter((d) => all.includes(d));
-  const w = usageWindow(from, to, now);
+  const unknown = all.find((d) => !DIMENSIONS.some(([known]) => known === d));
+  const w = unknown !== undefined ? `by: '${unknown}' is none of ${DIMENSIONS.map(([d]) => d).join(', ')}` : usageWindow(from, to, now);
   // What the form shows: the dates asked for, or the defaults (this month up to today), `to` inclusive.
   const shown = typeof w === 'string' ? { from: from ?? '', to: to ?? '' } : { from: from ?? dateOf(w.from), to: to ?? dateOf(w.to - 1) };
   return { w, by: by.length ? by : (['key'] as UsageDimension[]), shown };
@@ -40,9 +41,9 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     show(request, reply, 'usage', frameOf(request, 'Usage', 'usage', { error }), { dimensions: DIMENSIONS, charts: true, ...data }, status);
 
   app.get('/usage', async (request, reply) => {
-    const q = queryOf(request);
-    const by = ((request.query as Record<string, unknown>).by ?? []) as string | string[];
-    const sel = selection(q, Array.isArray(by) ? by : [by], deps.clock.now());
+    const q = pageQuery(request, ['from', 'to'], ['by']);
+    if (typeof q === 'string') return view(request, reply, 400, `${q}.`, { by: ['key'], shown: { from: '', to: '' }, rows: [], chart: null, csv: null });
+    const sel = selection(q.one, q.many.by ?? [], deps.clock.now());
     const base = { by: sel.by, shown: sel.shown, rows: [] as RolledRow[], chart: null, csv: null };
     if (typeof sel.w === 'string') return view(request, reply, 400, `${sel.w}.`, base);
     const { from, to } = sel.w;
@@ -71,8 +72,9 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
 
   // The export for finance: one row per UTC day, team and key (admin/usage-csv.ts, RFC 4180).
   app.get('/usage.csv', async (request, reply) => {
-    const q = queryOf(request);
-    const w = usageWindow(q.from || undefined, q.to || undefined, deps.clock.now());
+    const read = pageQuery(request, ['from', 'to']);
+    const q = typeof read === 'string' ? {} : read.one;
+    const w = typeof read === 'string' ? read : usageWindow(q.from || undefined, q.to || undefined, deps.clock.now());
     if (typeof w === 'string') return view(request, reply, 400, `${w}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
     let csv: string;
     try {
