@@ -65,14 +65,20 @@ export class PgTeams implements Teams {
   }
 
   async delete(name: string, keys: TeamKeysOnDelete, actor?: string): Promise<TeamDeletion> {
+    const to = keys === 'refuse' ? null : keys.to;
     return inTransaction(this.pool, async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate-team:${name}`]);
+      // The team the keys move to is locked too: without it, that team's own deletion (which saw
+      // none of the moving keys, not yet committed) succeeded alongside this one, and the keys
+      // landed in a team whose budget was gone. Locks in name order, so two deletions that move
+      // keys into each other's team wait rather than deadlock.
+      for (const locked of [...new Set([name, ...(to === null ? [] : [to])])].sort()) {
+        await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tollgate-team:${locked}`]);
+      }
       const team = await this.getIn(c, name);
       if (!team) return { deleted: false, reason: 'not_found' };
       // Locked: a key moved by an admin meanwhile waits for this deletion, or is not among them.
       const ids = (await c.query<{ id: string }>('SELECT id FROM api_keys WHERE owner = $1 ORDER BY id COLLATE "C" FOR UPDATE', [name])).rows.map((r) => r.id);
       if (ids.length > 0 && keys === 'refuse') return { deleted: false, reason: 'has_keys', keys: ids.length };
-      const to = keys === 'refuse' ? null : keys.to;
       if (to !== null && (to === name || !(await this.getIn(c, to)))) return { deleted: false, reason: 'no_target' };
       if (ids.length > 0) await c.query('UPDATE api_keys SET owner = $1, updated_at = $2 WHERE owner = $3', [to, this.clock.now(), name]);
       await c.query('DELETE FROM teams WHERE name = $1', [name]);
