@@ -19,9 +19,12 @@ const NOTICES = { updated: 'Key updated.', unchanged: 'Nothing changed.', revoke
 function keyInput(form: Form, creating: boolean): KeyInput {
   const text = (name: string) => field(form, name) ?? '';
   const orNone = (v: string, none: string) => (v === '' ? (creating ? undefined : none) : v);
+  // Every box ticked is "all" (no list, so endpoints added later are included too). Counting
+  // the values was not enough: `endpoints=profile` five times, or four known values and one
+  // unknown, made a key scoped to nothing less than all, where a list (and its check) was meant.
   const all = (name: string, every: readonly string[]) => {
     const picked = fields(form, name);
-    return picked.length === every.length ? 'all' : picked;
+    return every.every((v) => picked.includes(v)) && picked.every((v) => every.includes(v)) ? 'all' : picked;
   };
   return {
     name: text('name'),
