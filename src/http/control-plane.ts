@@ -99,7 +99,17 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
     const status = err.statusCode ?? 500;
     if (status >= 500) request.log.error({ err }, 'unhandled error');
     // A body Fastify could not read for a route that takes none (the admin API answers its own).
-    const f: Failure = status === 413 ? failure('BODY_NOT_ALLOWED') : status >= 400 && status < 500 ? failure('INVALID_PARAMETER', 'The request could not be processed.') : failure('INTERNAL_ERROR');
+    // For no route at all, the missing route is the answer: Fastify reads the 404 handler's body
+    // first, and a POST to /nope with broken JSON was a vague 400, or with a large body 400
+    // BODY_NOT_ALLOWED "GET and HEAD requests take no request body", where any other gets 404.
+    const f: Failure =
+      request.is404 && status < 500
+        ? routeNotFound(request.method, request.url)
+        : status === 413
+          ? failure('BODY_NOT_ALLOWED')
+          : status >= 400 && status < 500
+            ? failure('INVALID_PARAMETER', 'The request could not be processed.')
+            : failure('INTERNAL_ERROR');
     // The onRequest hook's X-Request-Id survives Fastify's error path; set it again for an error raised before it.
     return sendAnswer(reply, errorAnswer(f, request.id, { 'x-request-id': request.id }));
   });

@@ -185,7 +185,8 @@ describe('bodies, keys, Host and framing', () => {
     ['POST with a body over 64 KiB', 'POST', '/v1/profile', JSON_BODY('x'.repeat(70_000)), { ...LOOKUP_405, connection: 'close' }],
     ['POST with a chunked body over 64 KiB', 'POST', '/v1/profile', { headers: 'Transfer-Encoding: chunked\r\n', body: `11170\r\n${'x'.repeat(70_000)}\r\n0\r\n\r\n` }, { ...LOOKUP_405, connection: 'close' }],
     ['POST with a chunked JSON body', 'POST', '/v1/profile', { headers: 'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n', body: '7\r\n{"a":1}\r\n0\r\n\r\n' }, LOOKUP_405],
-    ['POST with a JSON body off /v1', 'POST', '/nope', JSON_BODY('{"a":'), ex(400, 'INVALID_PARAMETER', 'none', '-', 'requests:unmatched', { connection: 'close' })],
+    // No route, whatever the body: was 400 INVALID_PARAMETER from the JSON parser (http-unknown-route-body.test.ts).
+    ['POST with a JSON body off /v1', 'POST', '/nope', JSON_BODY('{"a":'), { ...notFound('none'), connection: 'close' }],
     ['POST with an XML body off /v1', 'POST', '/nope', { headers: 'Content-Type: application/xml\r\nContent-Length: 4\r\n', body: '<a/>' }, notFound('none')],
     ['a lookup without a key', 'GET', LOOKUP, { key: null }, ex(401, 'MISSING_API_KEY', 'ip', 'profile', 'requests:profile')],
     ['a lookup with a wrong key', 'GET', LOOKUP, { key: 'tg_nope' }, ex(401, 'INVALID_API_KEY', 'ip', 'profile', 'requests:profile')],
