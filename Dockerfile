@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Tollgate gateway image. Build: docker build -t tollgate .
 # Run:   docker run -d -p 8080:8080 -v tollgate-data:/data \
 #          -e TOLLGATE_UPSTREAM_URL=https://provider.example -e TOLLGATE_UPSTREAM_API_KEY=... tollgate
