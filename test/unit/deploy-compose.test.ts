@@ -140,6 +140,15 @@ describe('docker-compose.yml', () => {
     expect(read('.dockerignore').split('\n')).toContain('.env');
   });
 
+  it('disables no health check (docker compose up --wait); the simulator\'s and the gateways\' probe their own ports', () => {
+    // `disable: true` makes `docker compose up --wait` fail: "container … has no healthcheck
+    // configured" (docker/compose#13522); a service without one inherits its image's.
+    for (const [name, s] of Object.entries(compose.services)) expect(s.healthcheck?.disable, name).toBeUndefined();
+    const probe = (s: Service) => /127\.0\.0\.1:(\d+)\//.exec((s.healthcheck.test as string[]).join(' '))?.[1];
+    expect(probe(simulator)).toBe(flag(simulator.command as string[], '--port'));
+    expect(probe(gateway)).toBe(String(gateway.expose[0]));
+  });
+
   it('gives a stopping replica time to drain before Docker kills it', () => {
     const { config } = gatewayConfig({});
     // The server exits by itself at most 5 s after the grace period (README "Shutdown").
