@@ -9,8 +9,9 @@ import { durationMs, interpolate, interpolationDefaults, parseEnvFile } from '..
 import { promtool } from '../helpers/promtool.js';
 
 /*
- * docker-compose.yml and what it mounts, read as Compose would (no Docker on the test
- * machines): the replicated stack must keep working as a demo, and must keep the properties
+ * docker-compose.yml and what it mounts, read as Compose would (no Docker in `npm test` or
+ * CI; scripts/compose-smoke.sh starts the stack for real, by hand): the replicated stack must
+ * keep working as a demo, and must keep the properties
  * README "Deploy" promises (shared storage on every replica, health-gated start, drain time,
  * secrets from the environment, every replica scraped).
  */

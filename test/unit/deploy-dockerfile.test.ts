@@ -5,7 +5,8 @@ import { validate, ValidationSeverity } from 'dockerfile-utils';
 import { describe, expect, it } from 'vitest';
 
 /*
- * No Docker engine runs on the machines that test Tollgate, so the image is checked here: by
+ * No Docker engine runs in `npm test` or CI, so the image is checked here (scripts/compose-smoke.sh
+ * builds and runs it, by hand, where Docker can be installed): by
  * dockerfile-utils' validator (the linter behind the VS Code Docker language server), and by
  * the properties below, read from dockerfile-ast's parse rather than from regular expressions
  * over lines. README "The image" says how the built image itself was verified.
