@@ -14,7 +14,7 @@
  * rest (`TRACE_B_ARGS`: its node flags); `TRACE_SERVERS` picks servers by name
  * (node,duties,tollgate,b). Not part of `npm run bench`: a tool.
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,7 +63,7 @@ try {
     const gw = await startGateway({ cli: join(bDir, 'dist', 'cli.js'), dataDir: data, upstreamUrl: stack.sim.url, upstreamKey: SIM_KEY, logFile: join(data, 'gateway.log'), nodeArgs: [...probeArgs, ...flags(process.env.TRACE_B_ARGS)] });
     const auth = { authorization: `Bearer ${key}` };
     await fillThroughGateway(gw.url, auth, 1_000);
-    return { gw, auth };
+    return { gw, auth, data };
   })() : null;
   const all = [
     { name: 'node', title: 'bare node:http', url: node.url, pid: node.pid },
@@ -99,6 +99,7 @@ try {
     await node.stop();
     await duties.stop();
     await b?.gw.stop();
+    if (b) rmSync(b.data, { recursive: true, force: true });
   }
 } finally {
   await stack.close();
