@@ -16,7 +16,11 @@
  *            and the body, three prom-client metrics, the request line to file F.
  *   proxy:U#K a bare proxy (bench/lib/proxy-anchor.ts): every request forwarded to the provider at U with
  *            its key K, the answer sent back; what a miss costs a Node server that only forwards.
- * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N|logged:F|duties:F|proxy:U#K]
+ *   sqlite:DB each profile hit read from Tollgate's cache.db DB by its cache key, one prepared statement
+ *            (bench/lib/sqlite-anchor.ts); memory:DB the same rows read into a Map at startup and answered
+ *            from it. Benchmark 4's anchor: what a random row of a large cache.db costs any Node server.
+ * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N|logged:F|duties:F|proxy:U#K|sqlite:DB|memory:DB]
+ * (sqlite and memory answer from DB alone: their response file is not read.)
  */
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -24,9 +28,11 @@ import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { gatewayDuties, requestLine, type Captured } from './lib/gateway-duties.js';
 import { bareProxy } from './lib/proxy-anchor.js';
+import { sqliteAnchor } from './lib/sqlite-anchor.js';
 
-const captured = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Captured;
 const mode = process.argv[3] ?? 'node';
+const fromDb = /^(sqlite|memory):/.exec(mode);
+const captured = fromDb ? ({ status: 200, headers: {}, body: '' } as Captured) : (JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Captured);
 const ready = (port: number) => process.stdout.write(`listening ${port}\n`);
 
 if (mode === 'fastify') {
@@ -37,6 +43,12 @@ if (mode === 'fastify') {
   await app.listen({ host: '127.0.0.1', port: 0 });
   ready((app.server.address() as AddressInfo).port);
   process.once('SIGTERM', () => void app.close().then(() => process.exit(0)));
+} else if (fromDb) {
+  const anchor = sqliteAnchor(mode.slice(fromDb[0].length), fromDb[1] as 'sqlite' | 'memory');
+  const server = createServer(anchor.handler);
+  server.keepAliveTimeout = 5_000;
+  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+  process.once('SIGTERM', () => server.close(() => (anchor.close(), process.exit(0))));
 } else if (mode.startsWith('duties:') || mode.startsWith('proxy:')) {
   const [upstream, key] = mode.slice(6).split('#') as [string, string];
   const server = createServer(mode.startsWith('duties:') ? gatewayDuties(captured, mode.slice(7)) : bareProxy(upstream, key));

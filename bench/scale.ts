@@ -2,7 +2,9 @@
  * 4. Scale: hit throughput with 1k vs 1M cache entries, RSS at 1M under load, and the time
  * to open a 1M-entry cache (gateway spawn → first 200 on /readyz, and CacheStore alone).
  * Ids are uniformly random (the figure with a target); a Zipf(1.1) stream over the 1M entries,
- * closer to real traffic (bench/workload.ts), is measured as an extra figure.
+ * closer to real traffic (bench/workload.ts), is measured as an extra figure. The anchor, bare
+ * node:http reading the same cache.db rows with one prepared statement (bench/lib/sqlite-anchor.ts),
+ * runs the same loads in the same run: its own 1M ÷ 1k is what SQLite alone costs at 1M here.
  */
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +13,7 @@ import { distApp, distCache, distConfig } from './lib/dist.js';
 import { runLoad, SETTINGS, warmUp, type LoadResult } from './lib/load.js';
 import { populate, profileTemplates } from './lib/populate.js';
 import { sampleRss, startSimulator } from './lib/procs.js';
+import { ANCHOR_NOTE, anchorFigures, anchorRows, measureAnchor } from './lib/scale-anchor.js';
 import type { Section } from './lib/report.js';
 import { fmt } from './lib/stats.js';
 import { rng, zipf } from './lib/random.js';
@@ -25,6 +28,8 @@ const ROUNDS = 2;
 const DURATION_S = 6;
 /** Ids per connection: 64 × 2,000 = 128k distinct entries (~200 MB of rows), far beyond SQLite's page cache. */
 const PER_CONNECTION = 2_000;
+/** Benchmark 4's load, for the anchor's runs too. */
+const LOAD = { rounds: ROUNDS, durationS: DURATION_S, pathsFor: (n: number) => randomPaths(n, PER_CONNECTION) };
 const RSS_LIMIT_KB = 150 * 1024;
 const ZIPF_S = 1.1;
 /** The idle gateway's stall reference, and the allowance over it (issue 16, item 1). */
@@ -119,9 +124,12 @@ export async function scaleBench(): Promise<Section> {
   try {
     const now = Date.now();
     const small = await measure(dirs[0], SMALL, (await populate(dirs[0], SMALL, templates, now)).ms);
+    const anchorMemory = await measureAnchor(dirs[0], SMALL, 'memory', LOAD);
+    const anchorSmall = await measureAnchor(dirs[0], SMALL, 'sqlite', LOAD);
     const pop = await populate(dirs[1], LARGE, templates, now);
     progress(`scale: filled ${fmt.int(LARGE)} entries in ${fmt.s(pop.ms)}`);
     const large = await measure(dirs[1], LARGE, pop.ms);
+    const anchors = { memory: anchorMemory, small: anchorSmall, large: await measureAnchor(dirs[1], LARGE, 'sqlite', LOAD) };
     // Diagnostic: the same 1M cache with the periodic maintenance pass (expiry and eviction) paused.
     const paused = await measure(dirs[1], LARGE, pop.ms, 1, true);
     // Extra: the same 1M cache under a skewed stream, where popular entries repeat.
@@ -161,6 +169,7 @@ export async function scaleBench(): Promise<Section> {
           target: '—',
           pass: null,
         },
+        ...anchorFigures(small.load, large.load, anchors),
         {
           figure: `Hit throughput, 1M entries Zipf(${ZIPF_S}) vs 1k uniform`,
           measured: `${fmt.int(skewed.load.rps)} req/s (${skewed.load.cpuUsPerRequest.toFixed(0)} µs CPU)`,
@@ -191,6 +200,8 @@ export async function scaleBench(): Promise<Section> {
         sizeRow(paused).replace(/^\| [\d,]+ /, '| 1,000,000, maintenance paused¹ '),
         sizeRow(skewed).replace(/^\| [\d,]+ /, `| 1,000,000, Zipf(${ZIPF_S})² `),
         '',
+        ...anchorRows(anchors),
+        '',
         `¹ Diagnostic only: \`cache.maintenanceIntervalMs\` set to an hour, one ${DURATION_S} s round. The difference from the row above is what`,
         `the periodic maintenance pass (hit-counter flush, expiry, eviction; every 2 s by default) costs the request path at this size.`,
         `² Extra figure, no target: the same 1M cache, maintenance on, best of ${ROUNDS} × ${DURATION_S} s, each connection's ${fmt.int(PER_CONNECTION)} ids drawn`,
@@ -198,6 +209,7 @@ export async function scaleBench(): Promise<Section> {
         `and the gateway's in-memory copy of hot entries (\`cache.memoryMaxBytes\`) serves a share of the hits; the uniform rows above read nearly every hit from SQLite.`,
         `³ The gateway's longest event-loop stall (\`nodejs_eventloop_lag_max_seconds\` from its GET /metrics, 10 ms resolution, see benchmark 9): over ${IDLE_MS / 1000} s idle`,
         'after it opened (at 1M the periodic maintenance pass runs then too), and over the measured rounds. The target compares the 1M load with the lowest idle reading.',
+        ...ANCHOR_NOTE(ROUNDS, DURATION_S),
       ].join('\n'),
     };
   } finally {

@@ -6,6 +6,9 @@
 import { request } from 'undici';
 import { distApp, distCache, distConfig } from './dist.js';
 import { entityId } from './stack.js';
+import { profileKey } from './sqlite-anchor.js';
+
+export { profileKey };
 
 const TEMPLATES = 500;
 const BATCH = 20_000;
@@ -20,11 +23,6 @@ export async function profileTemplates(simUrl: string, simKey: string): Promise<
     out.push(JSON.stringify(body.data));
   }
   return out;
-}
-
-/** The cache key Tollgate derives for `/v1/profile?person.id=ID` (src/api/params.ts cacheKey). */
-export function profileKey(id: string): string {
-  return `profile|profile:person.id:${id}|experience_filter=default|education_filter=default|summary_filter=default`;
 }
 
 /**
