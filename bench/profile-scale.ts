@@ -1,0 +1,109 @@
+/**
+ * Where a 1M-entry hit's extra CPU goes (`npx tsx bench/profile-scale.ts`): benchmark 4's two
+ * caches (1k and 1M entries, filled as it fills them), each served by a gateway under
+ * `--cpu-prof` with benchmark 4's uniform load; prints, per answered request, the CPU of each of
+ * the gateway's threads (the profile sees only the main thread; the checkpoint worker and
+ * libuv's pool are others), the main thread by origin, by function and by Tollgate function
+ * (inclusive), and the 1M − 1k difference of the functions that differ most. Not part of
+ * `npm run bench`: a tool.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { analyze, entryTable, monotonicUs, type Analysis } from './lib/cpuprofile.js';
+import { runLoad, SETTINGS, warmUp } from './lib/load.js';
+import { populate, profileTemplates } from './lib/populate.js';
+import { startSimulator } from './lib/procs.js';
+import { SIM_KEY, startStack } from './lib/stack.js';
+import { randomPaths } from './hit.js';
+
+const DURATION_S = Number(process.env.PROFILE_S ?? 8);
+const PER_CONNECTION = 2_000;
+
+/** CPU seconds of each of a process's threads, by thread name (threads of one name summed). */
+function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return out;
+}
+
+interface Run {
+  n: number;
+  requests: number;
+  rps: number;
+  cpuUs: number;
+  threads: Array<[string, number]>;
+  a: Analysis;
+}
+
+async function profileSize(dir: string, n: number): Promise<Run> {
+  const configFile = join(dir, 'bench.yaml');
+  writeFileSync(configFile, 'cache:\n  maxBytes: 8589934592\n');
+  const stack = await startStack({ dir, configFile });
+  try {
+    const profDir = join(dir, `cpu-profile-${Date.now()}`);
+    const gw = await stack.restartGateway(['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+    const o = { url: gw.url, serverPid: gw.pid, connections: SETTINGS.connections, pathsFor: randomPaths(n, PER_CONNECTION), headers: stack.auth };
+    await warmUp(o);
+    const before = threadCpu(gw.pid);
+    const fromUs = monotonicUs();
+    const load = await runLoad({ ...o, durationS: DURATION_S });
+    const toUs = monotonicUs();
+    const after = threadCpu(gw.pid);
+    await gw.stop(); // the profile is written at exit
+    const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+    if (!file) throw new Error('no .cpuprofile written');
+    const threads = [...after].map(([name, s]): [string, number] => [name, ((s - (before.get(name) ?? 0)) * 1e6) / load.requests]).sort((x, y) => y[1] - x[1]);
+    return { n, requests: load.requests, rps: load.rps, cpuUs: load.cpuUsPerRequest, threads, a: analyze(join(profDir, file), 400, { fromUs, toUs }) };
+  } finally {
+    await stack.close();
+  }
+}
+
+function print(r: Run): void {
+  const busyUs = ((r.a.totalMs - r.a.idleMs) * 1000) / r.requests;
+  console.log(`\n## ${r.n} entries: ${r.rps.toFixed(0)} req/s, ${r.cpuUs.toFixed(1)} µs CPU per request (all threads), main thread busy ${busyUs.toFixed(1)} µs (profiler included)`);
+  console.log(r.threads.filter(([, us]) => us >= 0.05).map(([name, us]) => `  thread ${name}: ${us.toFixed(2)} µs/request`).join('\n'));
+  console.log(entryTable('Origin (self time)', r.a.origins.slice(0, 12), r.requests));
+  console.log(entryTable('Function (self time)', r.a.self.slice(0, 40), r.requests));
+  console.log(entryTable('Tollgate function (inclusive)', r.a.inclusive.slice(0, 40), r.requests));
+}
+
+/** Functions (inclusive, any origin) by how many µs per request more they cost at 1M than at 1k. */
+function diff(small: Run, large: Run): void {
+  const per = (r: Run) => new Map(r.a.inclusiveAll.map((e) => [e.name, (e.ms * 1000) / r.requests]));
+  const s = per(small);
+  const l = per(large);
+  const rows = [...new Set([...s.keys(), ...l.keys()])]
+    .map((name) => ({ name, d: (l.get(name) ?? 0) - (s.get(name) ?? 0), at1k: s.get(name) ?? 0, at1m: l.get(name) ?? 0 }))
+    .sort((a, b) => Math.abs(b.d) - Math.abs(a.d))
+    .slice(0, 40);
+  console.log('\n## 1M − 1k, inclusive µs per request (any origin)');
+  console.log('| Function | 1k | 1M | difference |\n|---|---:|---:|---:|');
+  for (const r of rows) console.log(`| \`${r.name}\` | ${r.at1k.toFixed(2)} | ${r.at1m.toFixed(2)} | ${r.d.toFixed(2)} |`);
+}
+
+const sim = await startSimulator(SIM_KEY);
+const templates = await profileTemplates(sim.url, SIM_KEY).finally(() => sim.stop());
+const dirs = [mkdtempSync(join(tmpdir(), 'tollgate-pscale-1k-')), mkdtempSync(join(tmpdir(), 'tollgate-pscale-1m-'))] as const;
+try {
+  const now = Date.now();
+  await populate(dirs[0], 1_000, templates, now);
+  await populate(dirs[1], 1_000_000, templates, now);
+  const small = await profileSize(dirs[0], 1_000);
+  const large = await profileSize(dirs[1], 1_000_000);
+  print(small);
+  print(large);
+  diff(small, large);
+} finally {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+}
