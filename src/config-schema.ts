@@ -217,7 +217,13 @@ export const ConfigSchema = z.strictObject({
       /** Label credit and refusal series with key names; off for many keys or names that must not leave the host. */
       perKeyLabels: z.boolean().default(true),
       /** Bearer token GET /metrics requires; null leaves /metrics open (protect it at the network instead). */
-      token: z.string().min(16, 'must be at least 16 characters').meta({ sensitive: 'secret' }).nullable().default(null),
+      token: z
+        .string()
+        .min(16, 'must be at least 16 characters')
+        .regex(/^[\x21-\x7e]*$/, 'must be visible ASCII characters without spaces or line ends: it is sent as a Bearer token in the Authorization header')
+        .meta({ sensitive: 'secret' })
+        .nullable()
+        .default(null),
     })
     .prefault({}),
 });

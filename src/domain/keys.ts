@@ -101,10 +101,12 @@ export function bearerMatches(header: string | undefined, expected: Buffer): boo
 /**
  * The presented secret from an Authorization header, or null. Only the Bearer scheme
  * counts (case-insensitive, RFC 7235); a key in the query string is never looked at.
+ * Separated by spaces or tabs only (RFC 9110 §11.4 and its OWS): JavaScript's `\s` also took a
+ * no-break space, which Node reads from the header's 0xA0 byte, and other Unicode spaces.
  */
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
-  const m = /^\s*bearer\s+(\S+)\s*$/i.exec(header);
+  const m = /^[ \t]*bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(header);
   return m ? m[1]! : null;
 }
 

@@ -27,6 +27,17 @@ describe('authentication', () => {
     expect(s.sim.callCount()).toBe(0);
   });
 
+  it('refuses a key separated by a no-break space (0xA0) or followed by one: 401 MISSING_API_KEY (was served)', async () => {
+    for (const authorization of [`Bearer\u00a0${s.key}`, `Bearer ${s.key}\u00a0`, `\u00a0Bearer ${s.key}`]) {
+      const r = await s.get(PATH, { key: null, headers: { authorization } });
+      expect(r.status).toBe(401);
+      expect(r.json.error.code).toBe('MISSING_API_KEY');
+    }
+    expect(s.sim.callCount()).toBe(0);
+    // Spaces and tabs, as RFC 9110 allows around it, are still fine.
+    expect((await s.get(PATH, { key: null, headers: { authorization: `Bearer \t ${s.key}\t` } })).status).toBe(200);
+  });
+
   it('accepts the scheme in any case', async () => {
     const r = await s.get(PATH, { key: null, headers: { authorization: `bEaReR ${s.key}` } });
     expect(r.status).toBe(200);

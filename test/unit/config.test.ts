@@ -124,6 +124,9 @@ describe('config', () => {
     [{ adminToken: 'correct horse battery staple' }, 'adminToken: must be visible ASCII characters without spaces'],
     [{ adminToken: 'a-long-enough-token\n' }, 'adminToken: must be visible ASCII characters without spaces'],
     [{ adminToken: 'a-long-enough-tokén' }, 'adminToken: must be visible ASCII characters without spaces'],
+    // The metrics token is sent the same way (it was accepted, and every scrape refused).
+    [{ metrics: { token: 'metrics token with spaces' } }, 'metrics.token: must be visible ASCII characters without spaces'],
+    [{ metrics: { token: 'a-long-enough-tokén' } }, 'metrics.token: must be visible ASCII characters without spaces'],
     [{ adminTokenLabel: '' }, 'adminTokenLabel: must be 1 to 64 characters'],
     [{ adminTokenLabel: 'ops team' }, 'adminTokenLabel: must be 1 to 64 characters'],
     [{ adminTokenLabel: 'ops:alice' }, 'adminTokenLabel: must be 1 to 64 characters'],
