@@ -6,11 +6,12 @@
 import { fillThroughGateway, HIT_ENTITIES } from './hit.js';
 import { SETTINGS, type LoadResult } from './lib/load.js';
 import { progress } from './lib/log.js';
-import { herd, measureHits, measureMisses, measureRate, missMedians, type Herd, type HitRun, type HitSubject } from './lib/replica-measures.js';
+import { startMissAnchor } from './lib/procs.js';
+import { herd, measureHits, measureMisses, measureRate, missMedians, MISS_PATHS, type Herd, type HitRun, type HitSubject, type MissRound } from './lib/replica-measures.js';
 import { BUDGET, REPLICAS, setProviderLatency, simCalls, startRig } from './lib/replica-rig.js';
 import type { Section } from './lib/report.js';
 import { fmt } from './lib/stats.js';
-import { entityPath, getAll } from './lib/stack.js';
+import { entityPath, getAll, SIM_KEY } from './lib/stack.js';
 
 const HIT_ROUNDS = 2;
 const HIT_S = 5;
@@ -29,6 +30,7 @@ const best = (runs: readonly HitRun[]) => runs.reduce((a, x) => (x.rps > a.rps ?
 const hitRow = (name: string, r: HitRun) =>
   `| ${name} | ${fmt.int(r.rps)} req/s | ${fmt.ms(r.p50)} | ${fmt.ms(r.p99)} | ${r.serverCores.toFixed(2)} | ${r.cpuUsPerRequest.toFixed(0)} µs | ${r.redisUs.toFixed(1)} µs | ${r.postgresUs.toFixed(1)} µs | ${r.generatorCores.toFixed(2)} | ${r.non2xx + r.errors} |`;
 const missRow = (r: LoadResult) => `p50 ${fmt.ms(r.p50)}, p99 ${fmt.ms(r.p99)}`;
+const missFailuresOf = (rounds: readonly MissRound[]) => rounds.reduce((a, r) => a + MISS_PATHS.reduce((b, p) => b + r[p].non2xx + r[p].errors, 0), 0);
 const kindsOf = (h: Herd) => ['led', 'joined', 'hit'].filter((k) => h.kinds[k]).map((k) => `${k} ${h.kinds[k]}`).join(', ');
 const statusesOf = (m: Record<string, number>) => Object.entries(m).map(([s, c]) => `${s}: ${fmt.int(c)}`).join(', ');
 
@@ -58,10 +60,24 @@ export async function replicasBench(): Promise<Section> {
     const hitFailures = hitRuns.flat().reduce((a, r) => a + r.non2xx + r.errors, 0);
     const plainRatio = sp.rps / ep.rps;
 
-    // 2. Misses, one at a time, against the provider called directly.
-    const missRounds = await measureMisses(rig, MISS_LATENCY_MS, MISS_ROUNDS, MISS_PER_ROUND, MISS_WARMUP);
+    // 2. Misses, one at a time, against the provider called directly and the two anchors.
+    const forward = await startMissAnchor(rig.sim.url, SIM_KEY);
+    const anchor = await startMissAnchor(rig.sim.url, SIM_KEY, {
+      databaseUrl: rig.store.env.TOLLGATE_DATABASE_URL!,
+      redisUrl: rig.store.env.TOLLGATE_REDIS_URL!,
+      redisPrefix: `tg:${rig.store.database}:anchor:`,
+    }).catch(async (err: unknown) => {
+      await forward.stop();
+      throw err;
+    });
+    const missRounds = await measureMisses(rig, { forward, anchor }, MISS_LATENCY_MS, MISS_ROUNDS, MISS_PER_ROUND, MISS_WARMUP).finally(async () => {
+      await forward.stop();
+      await anchor.stop();
+    });
     const m = missMedians(missRounds);
-    const missFailures = missRounds.reduce((a, r) => a + [r.direct, r.embedded, r.shared].reduce((b, x) => b + x.non2xx + x.errors, 0), 0);
+    const m99 = missMedians(missRounds, 'p99');
+    const missFailures = missFailuresOf(missRounds);
+    const added = { forward: m.forward - m.direct, anchor: m.anchor - m.direct, shared: m.shared - m.direct };
 
     // 3. Herds: one on the embedded gateway for reference, then HERDS spread over the replicas.
     await setProviderLatency(rig.sim.url, HERD_LATENCY_MS);
@@ -105,6 +121,16 @@ export async function replicasBench(): Promise<Section> {
         },
         { figure: 'Median latency added to a miss, embedded (same run)', measured: fmt.ms(m.embedded - m.direct), baseline: `${fmt.ms(m.direct)} direct → ${fmt.ms(m.embedded)} via embedded`, ratio: null, target: '—', pass: null },
         {
+          figure: "Median latency added to a miss, anchor: bare node:http making the shared miss's store round trips (same run)",
+          measured: fmt.ms(added.anchor),
+          baseline: `${fmt.ms(m.direct)} direct → ${fmt.ms(m.anchor)} via the anchor`,
+          ratio: null,
+          target: '—',
+          pass: null,
+        },
+        { figure: 'Median latency added to a miss, shared replica ÷ that anchor', measured: fmt.ms(added.shared), baseline: fmt.ms(added.anchor), ratio: added.shared / added.anchor, target: '—', pass: null },
+        { figure: 'Median latency added to a miss, bare node:http proxy forwarding only (same run)', measured: fmt.ms(added.forward), baseline: `${fmt.ms(m.direct)} direct → ${fmt.ms(m.forward)} via the proxy`, ratio: null, target: '—', pass: null },
+        {
           figure: `Provider calls for ${HERD_N} concurrent identical misses over ${REPLICAS} replicas (worst of ${HERDS})`,
           measured: String(worstHerd.calls),
           baseline: `${REPLICAS} coalescing per replica only, ${HERD_N} without`,
@@ -143,12 +169,21 @@ export async function replicasBench(): Promise<Section> {
         '',
         `**Misses.** The simulator delays every \`/v1/profile\` answer by ${MISS_LATENCY_MS} ms (a latency fault). One connection, one request at a time, each`,
         `for an entity never asked for before, so every one is a miss and a fresh provider call: ${MISS_WARMUP} warm-up requests per path, then ${MISS_ROUNDS}`,
-        `rounds of ${MISS_PER_ROUND} direct, ${MISS_PER_ROUND} through the embedded gateway and ${MISS_PER_ROUND} through replica 1 (key without budget), alternated;`,
-        `medians of the rounds' p50.${missFailures ? ` **${missFailures} requests failed.**` : ' Every answer was a 200.'}`,
+        `rounds of ${MISS_PER_ROUND} direct, ${MISS_PER_ROUND} through each anchor, ${MISS_PER_ROUND} through the embedded gateway and ${MISS_PER_ROUND} through replica 1 (key`,
+        `without budget), alternated; medians of the rounds' p50 (and p99).${missFailures ? ` **${missFailures} requests failed.**` : ' Every answer was a 200.'} The anchors are`,
+        "processes of their own with the gateway's node flags (bench/miss-anchor-server.ts): a bare node:http proxy that only forwards",
+        "(bench/lib/proxy-anchor.ts), and the same making, per miss, the store round trips issue 13's guarantees require, in Tollgate's order",
+        "and parallelism, with statements of Tollgate's shape on tables of its own in this run's database (bench/lib/miss-anchor.ts): rate",
+        'take (EVALSHA) ∥ cache read; claim (SET NX PX) ∥ reservation INSERT (synchronous commit); the provider call; settle (one statement,',
+        "synchronous commit) ∥ cache upsert (synchronous_commit=off); the claim released, not awaited; the provider's body answered.",
         '',
-        '| Round | Direct to the simulator | Through the embedded gateway | Through a shared replica |',
-        '|---|---|---|---|',
-        ...missRounds.map((r, i) => `| ${i + 1} | ${missRow(r.direct)} | ${missRow(r.embedded)} | ${missRow(r.shared)} |`),
+        '| Round | Direct to the simulator | Bare proxy, forwarding only | Anchor with the store round trips | Through the embedded gateway | Through a shared replica |',
+        '|---|---|---|---|---|---|',
+        ...missRounds.map((r, i) => `| ${i + 1} | ${missRow(r.direct)} | ${missRow(r.forward)} | ${missRow(r.anchor)} | ${missRow(r.embedded)} | ${missRow(r.shared)} |`),
+        '',
+        `Split of the shared replica's median added latency (p50; p99 in brackets): forwarding ${fmt.ms(added.forward)} (${fmt.ms(m99.forward - m99.direct)}),`,
+        `the store round trips ${fmt.ms(added.anchor - added.forward)} (${fmt.ms(m99.anchor - m99.forward)}), Tollgate's own ${fmt.ms(added.shared - added.anchor)}`,
+        `(${fmt.ms(m99.shared - m99.anchor)}); anchor adds ${fmt.ms(added.anchor)}, Tollgate shared adds ${fmt.ms(added.shared)}, Tollgate ÷ anchor ${(added.shared / added.anchor).toFixed(2)}.`,
         '',
         `**Herds.** The simulator delays \`/v1/profile\` by ${HERD_LATENCY_MS} ms; ${HERD_N} keep-alive connections are opened first, then ${HERD_N} identical`,
         `\`GET /v1/profile?person.id=X\` (a new X each herd) are sent at once, request i to gateway i mod ${REPLICAS}. Provider calls from the simulator's`,

@@ -176,6 +176,23 @@ export async function startBaseline(responseFile: string, mode: 'node' | 'fastif
   return { pid: proc.pid!, url: `http://127.0.0.1:${port}`, stop: stopper(proc) };
 }
 
+/**
+ * An anchor of benchmark 8's misses (bench/miss-anchor-server.ts), with the node flags the
+ * gateway runs with: forwarding only, or with the store round trips when `stores` is given.
+ */
+export async function startMissAnchor(upstream: string, providerKey: string, stores?: { databaseUrl: string; redisUrl: string; redisPrefix: string }): Promise<Child> {
+  const args = [upstream, providerKey, ...(stores ? [stores.databaseUrl, stores.redisUrl, stores.redisPrefix] : [])];
+  const proc = spawn(process.execPath, [...startFlags(ROOT), '--import', 'tsx', join(ROOT, 'bench', 'miss-anchor-server.ts'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: ROOT,
+  });
+  let out = '';
+  proc.stdout!.on('data', (c: Buffer) => void (out += c.toString()));
+  const life = watchExit(proc, 'miss anchor', () => out);
+  const port = await until('the miss anchor', 20_000, () => (life.check(), /listening (\d+)/.exec(out)?.[1]));
+  return { pid: proc.pid!, url: `http://127.0.0.1:${port}`, stop: stopper(proc) };
+}
+
 /** Resident set size of a process in kB: VmRSS, and its anonymous part (heap, stacks, caches; not the mapped node binary). */
 export function rssKb(pid: number): { rss: number; anon: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

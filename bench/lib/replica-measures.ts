@@ -46,16 +46,25 @@ export async function measureHits(rig: Rig, subjects: readonly HitSubject[], rou
 
 export interface MissRound {
   direct: LoadResult;
+  /** The anchors (bench/miss-anchor-server.ts): a bare proxy forwarding only, and one making the shared store's round trips. */
+  forward: LoadResult;
+  anchor: LoadResult;
   embedded: LoadResult;
   shared: LoadResult;
 }
 
+/** The anchors' processes, measured beside the gateways. */
+export interface MissAnchors {
+  forward: Child;
+  anchor: Child;
+}
+
 /**
  * One request at a time, each for an entity nobody asked for before (a miss at the gateway, a
- * fresh profile at the simulator), the provider slowed by `latencyMs`: direct, through the
- * embedded gateway and through one shared replica, alternated per round.
+ * fresh profile at the simulator), the provider slowed by `latencyMs`: direct, through each
+ * anchor, through the embedded gateway and through one shared replica, alternated per round.
  */
-export async function measureMisses(rig: Rig, latencyMs: number, rounds: number, perRound: number, warmup: number): Promise<MissRound[]> {
+export async function measureMisses(rig: Rig, anchors: MissAnchors, latencyMs: number, rounds: number, perRound: number, warmup: number): Promise<MissRound[]> {
   await setProviderLatency(rig.sim.url, latencyMs);
   let next = 3_000_000;
   const fresh = (count: number) => () => Array.from({ length: count }, () => entityPath(next++));
@@ -63,24 +72,25 @@ export async function measureMisses(rig: Rig, latencyMs: number, rounds: number,
   const direct: Target = { url: rig.sim.url, serverPid: rig.sim.pid, headers: { authorization: `Bearer ${SIM_KEY}` } };
   const embedded = { url: rig.embedded.url, serverPid: rig.embedded.pid, headers: rig.embeddedKeys.plain };
   const shared = { url: rig.replicas[0]!.url, serverPid: rig.replicas[0]!.pid, headers: rig.sharedKeys.plain };
+  const forward = { url: anchors.forward.url, serverPid: anchors.forward.pid, headers: {} };
+  const anchor = { url: anchors.anchor.url, serverPid: anchors.anchor.pid, headers: {} };
   const one = (o: Target, n: number) => runLoad({ ...o, connections: 1, durationS: 0, amount: n, pathsFor: fresh(n) });
-  for (const o of [direct, embedded, shared]) await one(o, warmup);
+  for (const o of [direct, forward, anchor, embedded, shared]) await one(o, warmup);
   const out: MissRound[] = [];
   for (let i = 0; i < rounds; i++) {
     progress(`replicas: miss round ${i + 1}/${rounds}`);
-    out.push({ direct: await one(direct, perRound), embedded: await one(embedded, perRound), shared: await one(shared, perRound) });
+    out.push({ direct: await one(direct, perRound), forward: await one(forward, perRound), anchor: await one(anchor, perRound), embedded: await one(embedded, perRound), shared: await one(shared, perRound) });
   }
   await setProviderLatency(rig.sim.url, 0);
   return out;
 }
 
-/** Median over rounds of each path's p50, and what the gateway added to it. */
-export function missMedians(rounds: readonly MissRound[]): { direct: number; embedded: number; shared: number } {
-  return {
-    direct: median(rounds.map((r) => r.direct.p50)),
-    embedded: median(rounds.map((r) => r.embedded.p50)),
-    shared: median(rounds.map((r) => r.shared.p50)),
-  };
+export type MissPath = keyof MissRound;
+export const MISS_PATHS: readonly MissPath[] = ['direct', 'forward', 'anchor', 'embedded', 'shared'];
+
+/** Median over rounds of each path's p50 (or p99). */
+export function missMedians(rounds: readonly MissRound[], at: 'p50' | 'p99' = 'p50'): Record<MissPath, number> {
+  return Object.fromEntries(MISS_PATHS.map((p) => [p, median(rounds.map((r) => r[p][at]))])) as Record<MissPath, number>;
 }
 
 export interface Herd {
