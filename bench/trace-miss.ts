@@ -1,7 +1,7 @@
 /**
  * Where a shared replica's miss spends its time, phase by phase:
- *   npx tsx bench/trace-miss.ts [provider latency ms, default 10] [misses, default 80]
- * One replica on a database of its own, its PostgreSQL statements, Redis commands and provider
+ *   npx tsx bench/trace-miss.ts [provider latency ms, default 10] [misses, default 80] [replica|anchor]
+ * One replica (or, with `anchor`, benchmark 8's miss anchor, bench/lib/miss-anchor.ts) on a database of its own, its PostgreSQL statements, Redis commands and provider
  * calls traced by bench/lib/miss-trace.mjs; misses one at a time, each with a direct simulator
  * call before it. Prints each operation of the most common sequence (median start, duration,
  * and the gap before it: gateway JS, or a wait), then the time by kind. Not part of
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { ROOT, TARGET } from './lib/dist.js';
-import { createKey, startGateway, startSimulator } from './lib/procs.js';
+import { createKey, startGateway, startMissAnchor, startSimulator } from './lib/procs.js';
 import { setProviderLatency } from './lib/replica-rig.js';
 import { createSharedStore } from './lib/shared-store.js';
 import { median } from './lib/stats.js';
@@ -20,6 +20,7 @@ import { entityPath, SIM_KEY } from './lib/stack.js';
 
 const latencyMs = Number(process.argv[2] ?? 10);
 const misses = Number(process.argv[3] ?? 80);
+const subject = process.argv[4] ?? 'replica';
 
 interface Op {
   t: number;
@@ -63,15 +64,14 @@ const file = join(dir, 'trace.txt');
 writeFileSync(file, '');
 try {
   await setProviderLatency(sim.url, latencyMs);
-  const gw = await startGateway({
-    dataDir: dir,
-    upstreamUrl: sim.url,
-    upstreamKey: SIM_KEY,
-    logFile: join(dir, 'gateway.log'),
-    env: { ...store.env, MISSTRACE_FILE: file, MISSTRACE_DIST: join(TARGET, 'dist') },
-    nodeArgs: ['--import', join(ROOT, 'bench', 'lib', 'miss-trace.mjs')],
-  });
-  const auth = { authorization: `Bearer ${createKey(dir, { env: store.env })}` };
+  const traceEnv = { MISSTRACE_FILE: file, MISSTRACE_DIST: join(TARGET, 'dist') };
+  const nodeArgs = ['--import', join(ROOT, 'bench', 'lib', 'miss-trace.mjs')];
+  const stores = { databaseUrl: store.env.TOLLGATE_DATABASE_URL!, redisUrl: store.env.TOLLGATE_REDIS_URL!, redisPrefix: `tg:${store.database}:anchor:` };
+  const gw =
+    subject === 'anchor'
+      ? await startMissAnchor(sim.url, SIM_KEY, stores, { nodeArgs, env: traceEnv })
+      : await startGateway({ dataDir: dir, upstreamUrl: sim.url, upstreamKey: SIM_KEY, logFile: join(dir, 'gateway.log'), env: { ...store.env, ...traceEnv }, nodeArgs });
+  const auth: Record<string, string> = subject === 'anchor' ? {} : { authorization: `Bearer ${createKey(dir, { env: store.env })}` };
   const directAuth = { authorization: `Bearer ${SIM_KEY}` };
   let next = 8_000_000;
   for (let i = 0; i < 40; i++) await timed(gw.url + entityPath(next++), auth); // warm-up
@@ -101,7 +101,7 @@ try {
   const d = median(direct);
   const c = median(client);
   console.log(`Provider latency ${latencyMs} ms; ${kept.length} of ${misses} misses in the most common sequence (${counts.size} sequences).`);
-  console.log(`Client-side p50: direct ${d.toFixed(2)} ms, through the replica ${c.toFixed(2)} ms, added ${(c - d).toFixed(2)} ms.\n`);
+  console.log(`Client-side p50: direct ${d.toFixed(2)} ms, through the ${subject} ${c.toFixed(2)} ms, added ${(c - d).toFixed(2)} ms.\n`);
   console.log('| # | Operation | Starts at | Gap before (JS, waiting) | Takes | Ends before the answer by |\n|---:|---|---:|---:|---:|---:|');
   const n = kept[0]!.ops.length;
   for (let i = 0; i < n; i++) {

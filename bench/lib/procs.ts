@@ -180,11 +180,18 @@ export async function startBaseline(responseFile: string, mode: 'node' | 'fastif
  * An anchor of benchmark 8's misses (bench/miss-anchor-server.ts), with the node flags the
  * gateway runs with: forwarding only, or with the store round trips when `stores` is given.
  */
-export async function startMissAnchor(upstream: string, providerKey: string, stores?: { databaseUrl: string; redisUrl: string; redisPrefix: string }): Promise<Child> {
+export async function startMissAnchor(
+  upstream: string,
+  providerKey: string,
+  stores?: { databaseUrl: string; redisUrl: string; redisPrefix: string },
+  /** For a trace (bench/trace-miss.ts): node flags after the gateway's, and environment added. */
+  o: { nodeArgs?: readonly string[]; env?: Record<string, string> } = {},
+): Promise<Child> {
   const args = [upstream, providerKey, ...(stores ? [stores.databaseUrl, stores.redisUrl, stores.redisPrefix] : [])];
-  const proc = spawn(process.execPath, [...startFlags(ROOT), '--import', 'tsx', join(ROOT, 'bench', 'miss-anchor-server.ts'), ...args], {
+  const proc = spawn(process.execPath, [...startFlags(ROOT), ...(o.nodeArgs ?? []), '--import', 'tsx', join(ROOT, 'bench', 'miss-anchor-server.ts'), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: ROOT,
+    env: { ...process.env, ...o.env },
   });
   let out = '';
   proc.stdout!.on('data', (c: Buffer) => void (out += c.toString()));
