@@ -68,6 +68,17 @@ for (const m of ['run', 'get', 'all']) {
   };
 }
 
+// PRAGMAs run through exec (no-wait.ts's busy timeouts) bound a batch as those through a statement do.
+const exec = Database.prototype.exec;
+Database.prototype.exec = function (sql) {
+  const t = now();
+  try {
+    return exec.call(this, sql);
+  } finally {
+    line(t, now() - t, 'SQL', '-', `${basename(this.name)}:exec:${words(sql)}`);
+  }
+};
+
 // setImmediate: when each callback was scheduled, started and ended.
 const si = globalThis.setImmediate;
 globalThis.setImmediate = function (fn, ...args) {
