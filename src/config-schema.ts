@@ -17,6 +17,21 @@ import { ms } from './config-timers.js';
 
 const nonNeg = z.number().int().min(0);
 
+/**
+ * A token sent as `Authorization: Bearer <token>` (the admin and metrics tokens), or null.
+ * Visible ASCII only: a space, a line end (a secret copied with its newline) or a non-ASCII
+ * character cannot be sent as one Bearer token, so such a token would refuse every call as
+ * a wrong one.
+ */
+const bearerSecret = () =>
+  z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[\x21-\x7e]*$/, 'must be visible ASCII characters without spaces or line ends: it is sent as a Bearer token in the Authorization header')
+    .meta({ sensitive: 'secret' })
+    .nullable()
+    .default(null);
+
 const UpstreamSchema = z.strictObject({
   url: z
     .url({ protocol: /^https?$/ })
@@ -161,18 +176,8 @@ export const ConfigSchema = z.strictObject({
   dataDir: z.string().min(1).default('./data'),
   storage: StorageSchema.prefault({}),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /**
-   * Bearer token for /admin; admin routes are disabled while it is null. Visible ASCII only:
-   * a space, a newline (a secret copied with its line end) or a non-ASCII character cannot be
-   * sent as one Bearer token, so such a token would refuse every admin call as a wrong token.
-   */
-  adminToken: z
-    .string()
-    .min(16, 'must be at least 16 characters')
-    .regex(/^[\x21-\x7e]*$/, 'must be visible ASCII characters without spaces or line ends: it is sent as a Bearer token in the Authorization header')
-    .meta({ sensitive: 'secret' })
-    .nullable()
-    .default(null),
+  /** Bearer token for /admin; admin routes are disabled while it is null. */
+  adminToken: bearerSecret(),
   /**
    * Who changes made through /admin with the token are by, in the audit log. `cli` is the
    * command line's actor, so it cannot be the token's too.
@@ -217,13 +222,7 @@ export const ConfigSchema = z.strictObject({
       /** Label credit and refusal series with key names; off for many keys or names that must not leave the host. */
       perKeyLabels: z.boolean().default(true),
       /** Bearer token GET /metrics requires; null leaves /metrics open (protect it at the network instead). */
-      token: z
-        .string()
-        .min(16, 'must be at least 16 characters')
-        .regex(/^[\x21-\x7e]*$/, 'must be visible ASCII characters without spaces or line ends: it is sent as a Bearer token in the Authorization header')
-        .meta({ sensitive: 'secret' })
-        .nullable()
-        .default(null),
+      token: bearerSecret(),
     })
     .prefault({}),
 });

@@ -1,4 +1,5 @@
-import type { Reply, Stack } from './stack.js';
+import { afterAll, beforeAll } from 'vitest';
+import { startStack, type Reply, type Stack } from './stack.js';
 
 /** What a browser's navigations and form posts send: the dashboard answers its errors as pages to it, and as the JSON envelope to other clients. */
 export const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
@@ -33,4 +34,18 @@ export async function dashboardSession(s: Stack, token: string): Promise<Dashboa
       return s.get(path, { key: null, method: 'POST', headers: headers(cookie), body });
     },
   };
+}
+
+/**
+ * For a test file: a stack with the dashboard on (`token` its admin token) and a signed-in
+ * session, started before its tests and closed after them. Read `on.s` and `on.d` inside tests.
+ */
+export function dashboardStack(token: string): { readonly s: Stack; readonly d: DashboardSession } {
+  const on = {} as { s: Stack; d: DashboardSession };
+  beforeAll(async () => {
+    on.s = await startStack({ config: { adminToken: token } });
+    on.d = await dashboardSession(on.s, token);
+  });
+  afterAll(async () => on.s?.close());
+  return on;
 }

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { dashboardSession, type DashboardSession } from '../helpers/dashboard.js';
+import { describe, expect, it } from 'vitest';
+import { dashboardStack } from '../helpers/dashboard.js';
 
 /*
  * A dashboard form field named `__proto__` (or after any Object.prototype member): the form was
@@ -10,26 +9,20 @@ import { dashboardSession, type DashboardSession } from '../helpers/dashboard.js
  * choice; it must never change what the other fields read.
  */
 const TOKEN = 'admin-token-for-dashboard-form-names-0';
-let s: Stack;
-let d: DashboardSession;
-beforeAll(async () => {
-  s = await startStack({ config: { adminToken: TOKEN } });
-  d = await dashboardSession(s, TOKEN);
-});
-afterAll(async () => s.close());
+const on = dashboardStack(TOKEN);
 
-const raw = (fields: string) => `${fields}&_csrf=${encodeURIComponent(d.csrf)}`;
+const raw = (fields: string) => `${fields}&_csrf=${encodeURIComponent(on.d.csrf)}`;
 
 describe('a dashboard form with a field named after an object member', () => {
   it('deleting a team without keys: deleted as without that field (was 500)', async () => {
-    expect((await d.post('/dashboard/teams', { name: 'proto-team', credits: '' })).status).toBe(303);
-    const r = await d.postRaw('/dashboard/teams/proto-team/delete', raw('__proto__=x'));
+    expect((await on.d.post('/dashboard/teams', { name: 'proto-team', credits: '' })).status).toBe(303);
+    const r = await on.d.postRaw('/dashboard/teams/proto-team/delete', raw('__proto__=x'));
     expect([r.status, r.headers.location], r.text).toEqual([303, '/dashboard/teams?done=deleted']);
-    expect(await s.app.backend.teams.list()).toEqual([]);
+    expect(await on.s.app.backend.teams.list()).toEqual([]);
   });
 
   it('every form: answered as without those fields, never a 500', async () => {
-    const key = await s.app.backend.keys.create({ name: 'proto-key' });
+    const key = await on.s.app.backend.keys.create({ name: 'proto-key' });
     const extra = '__proto__=a&__proto__=b&constructor=c&toString=d&hasOwnProperty=e';
     const cases: Array<[string, string, number]> = [
       ['/dashboard/teams', 'name=proto-2&credits=', 303],
@@ -41,10 +34,10 @@ describe('a dashboard form with a field named after an object member', () => {
       [`/dashboard/keys/${key.key.id}/revoke`, '', 303],
     ];
     for (const [path, fields, status] of cases) {
-      const r = await d.postRaw(path, raw(`${extra}&${fields}`));
+      const r = await on.d.postRaw(path, raw(`${extra}&${fields}`));
       expect(r.status, `${path} ${r.text.slice(0, 300)}`).toBe(status);
     }
-    expect((await s.app.backend.keys.get(key.key.id))?.name).toBe('proto-renamed');
-    expect(s.logs.filter((l) => l.includes('"level":50'))).toEqual([]);
+    expect((await on.s.app.backend.keys.get(key.key.id))?.name).toBe('proto-renamed');
+    expect(on.s.logs.filter((l) => l.includes('"level":50'))).toEqual([]);
   });
 });

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { dashboardSession, type DashboardSession } from '../helpers/dashboard.js';
+import { describe, expect, it } from 'vitest';
+import { dashboardStack } from '../helpers/dashboard.js';
 
 /*
  * A dashboard page's query is read as strictly as the admin API's: a parameter the page does
@@ -9,13 +8,7 @@ import { dashboardSession, type DashboardSession } from '../helpers/dashboard.js
  * with the default report, as if it were the one asked for (`?form=` for `?from=`, `by=teams`).
  */
 const TOKEN = 'admin-token-for-dashboard-query-0123';
-let s: Stack;
-let d: DashboardSession;
-beforeAll(async () => {
-  s = await startStack({ config: { adminToken: TOKEN } });
-  d = await dashboardSession(s, TOKEN);
-});
-afterAll(async () => s.close());
+const on = dashboardStack(TOKEN);
 
 describe('a dashboard page asked for what it does not read', () => {
   const refused: ReadonlyArray<readonly [string, string]> = [
@@ -31,7 +24,7 @@ describe('a dashboard page asked for what it does not read', () => {
   ];
   for (const [url, message] of refused) {
     it(`${url}: 400 naming it (was 200 and the default report)`, async () => {
-      const r = await d.get(url);
+      const r = await on.d.get(url);
       expect(r.status).toBe(400);
       expect(r.text).toContain(message.replace(/'/g, '&#39;'));
       expect(r.headers['x-request-id']).toMatch(/^req_/);
@@ -40,7 +33,7 @@ describe('a dashboard page asked for what it does not read', () => {
 
   it('what the pages send themselves is read as before', async () => {
     for (const url of ['/dashboard/usage', '/dashboard/usage?from=2026-01-01&to=2026-01-31&by=team&by=day', '/dashboard/usage.csv?from=2026-01-01&to=2026-01-31', '/dashboard/audit?from=&to=&actor=cli&action=&target=', '/dashboard/alerts?limit=10']) {
-      const r = await d.get(url);
+      const r = await on.d.get(url);
       expect(r.status, url).toBe(200);
     }
   });
