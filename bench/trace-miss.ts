@@ -125,4 +125,6 @@ try {
   await store.drop();
   rmSync(dir, { recursive: true, force: true });
 }
+// Exit (the stores' clients keep handles open) only once what was printed is written: a piped stdout is asynchronous, and exiting at once lost it all.
+await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
 process.exit(0);

@@ -32,6 +32,9 @@ export type BenchId = (typeof ORDER)[number];
 
 export const FILE = join(ROOT, 'BENCHMARKS.md');
 
+/** Read when the run starts (this module is loaded then); machine() is called to write the header at its end. */
+const LOAD_AT_START = loadavg();
+
 export function machine(): string[] {
   const mem = /MemTotal:\s+(\d+) kB/.exec(readFileSync('/proc/meminfo', 'utf8'));
   const model = /model name\s*:\s*(.+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
@@ -44,7 +47,7 @@ export function machine(): string[] {
   } catch {
     /* not a git checkout */
   }
-  const la = loadavg().map((x) => x.toFixed(2)).join(', ');
+  const la = LOAD_AT_START.map((x) => x.toFixed(2)).join(', ');
   return [
     `- CPU: ${model}, ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores (nproc)`,
     `- RAM: ${((mem ? Number(mem[1]) * 1024 : totalmem()) / 2 ** 30).toFixed(1)} GiB`,
