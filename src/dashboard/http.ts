@@ -48,10 +48,21 @@ export function acceptForms(app: FastifyInstance): void {
     const out: Record<string, string | string[]> = Object.create(null);
     for (const [k, v] of new URLSearchParams(body)) {
       const prev = out[k];
+      // Only checkboxes repeat: any other field given twice was read as its first value, so
+      // `by=url&by=all` purged by URL. Refused, naming it, as a page's query is (pageQuery).
+      if (prev !== undefined && !REPEATABLE.has(k)) return done(new FormProblem(`${k}: give it once`), undefined);
       out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }
     done(null, out);
   });
+}
+
+/** The form fields that are sets of checkboxes: the only ones a form may send more than once. */
+const REPEATABLE: ReadonlySet<string> = new Set(['endpoints', 'strategies']);
+
+/** A form that was read but cannot be taken as sent: a 400 page with this message (index.ts). */
+export class FormProblem extends Error {
+  readonly statusCode = 400;
 }
 
 /** The form of a request: empty when it had none (or not a form). */

@@ -6,7 +6,7 @@ import type { TrustedProxies } from '../domain/trusted-proxies.js';
 import { isStorageError } from '../store/storage-errors.js';
 import { registerAssets } from './assets.js';
 import { errorPage, type DashboardDeps } from './context.js';
-import { acceptForms, securityHeaders, seeOther } from './http.js';
+import { acceptForms, FormProblem, securityHeaders, seeOther } from './http.js';
 import { SessionAuth } from './session.js';
 import { registerSignIn, registerSignOut } from './sign-in.js';
 import { registerKeys } from './keys.js';
@@ -72,6 +72,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps, tru
 
       d.setErrorHandler(async (err: Error & { statusCode?: number }, request, reply) => {
         if (err instanceof KeyInputError) return errorPage(request, reply, 400, `${err.field}: ${err.message}.`, 'INVALID_PARAMETER');
+        if (err instanceof FormProblem) return errorPage(request, reply, 400, `${err.message}.`, 'INVALID_PARAMETER');
         const status = err.statusCode ?? 500;
         if (status >= 400 && status < 500) return errorPage(request, reply, 400, 'The form could not be read.', 'INVALID_PARAMETER');
         if (isStorageError(err)) {

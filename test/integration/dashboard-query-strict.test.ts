@@ -38,3 +38,19 @@ describe('a dashboard page asked for what it does not read', () => {
     }
   });
 });
+
+describe('a dashboard form with a field given twice', () => {
+  it('a single-valued field: 400 naming it, nothing changed (was read as its first value)', async () => {
+    const r = await on.d.postRaw('/dashboard/teams', `name=twice-a&name=twice-b&credits=&_csrf=${encodeURIComponent(on.d.csrf)}`);
+    expect(r.status).toBe(400);
+    expect(r.text).toContain('name: give it once.');
+    expect(r.headers['x-request-id']).toMatch(/^req_/);
+    expect((await on.s.app.backend.teams.list()).map((t) => t.name)).not.toContain('twice-a');
+  });
+
+  it('checkboxes repeat as before', async () => {
+    const r = await on.d.post('/dashboard/keys', { name: 'two-boxes', endpoints: ['profile', 'company'], strategies: ['cached', 'fetch'] });
+    expect(r.status).toBe(201);
+    expect((await on.s.app.backend.keys.list()).find((k) => k.name === 'two-boxes')?.endpoints).toEqual(['profile', 'company']);
+  });
+});
