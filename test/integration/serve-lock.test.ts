@@ -110,7 +110,8 @@ describe('one `serve` per data directory', () => {
     expect(created.code).toBe(0);
     expect(await runCli(['cache', 'stats', '--data-dir', dir], env)).toMatchObject({ code: 0 });
     expect(await runCli(['usage', '--data-dir', dir], env)).toMatchObject({ code: 0 });
-  });
+    // Seven processes started one after another (~7 s alone; past 20 s on a machine running two suites at once).
+  }, 45_000);
 
   it('kill -9 of the server leaves no lock behind: the next serve on the directory starts', async () => {
     const dir = tempDir();
