@@ -81,7 +81,7 @@ export class SqliteBackend implements StorageBackend {
       this.stopHousekeeping();
       void this.reader?.close();
       this.main?.db.close();
-      this.cacheDb?.db.close();
+      this.cacheDb?.close();
       this.lock?.release();
       throw err;
     }
@@ -179,7 +179,7 @@ export class SqliteBackend implements StorageBackend {
       await this.reader?.close();
       await this.checkpointer?.close();
       this.main?.db.close();
-      this.cacheDb?.db.close();
+      this.cacheDb?.close();
       this.lock?.release();
       // A command's changes apply to the server's very next request: it looks again only once its last look is this old.
       if (this.opts.role === 'cli') await outlastLooks();
@@ -200,7 +200,7 @@ export class SqliteBackend implements StorageBackend {
       await this.reader?.close();
       await this.checkpointer?.close();
       this.main?.db.close();
-      this.cacheDb?.db.close();
+      this.cacheDb?.close();
       this.lock?.release();
     })();
     return this.closing;

@@ -8,7 +8,7 @@ import type { DB } from './db.js';
  */
 
 /** A row as `get` returns it in raw mode (arrays are cheaper to build than objects). */
-type RawRow = [
+export type RawRow = [
   rowid: number,
   endpoint: string,
   identity: string,
@@ -28,16 +28,18 @@ type RawRow = [
  * large cache touch leaf pages far beyond any page cache; measured at 1M entries a 1 MB to 64 MB
  * page cache costs the same CPU per read, so a small one keeps the process's memory down.
  */
-const PAGE_CACHE_KIB = 2048;
+export const PAGE_CACHE_KIB = 2048;
+
+/** The hit read: the columns rowEntry reads, by key. */
+export const ENTRY_SELECT =
+  'SELECT rowid, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size FROM entries WHERE key = ?';
 
 /** Size the connection's page cache and prepare the entry statements on it. */
 export function prepareCacheStatements(db: DB) {
   db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   return {
     get: db
-      .prepare<[string], RawRow>(
-        'SELECT rowid, endpoint, identity, status, data, meta, error_code, error_message, stored_at, fresh_as_of, credits, size FROM entries WHERE key = ?',
-      )
+      .prepare<[string], RawRow>(ENTRY_SELECT)
       .raw(),
     old: db.prepare<[string], { size: number; storedAt: number; freshAsOf: number | null }>('SELECT size, stored_at AS storedAt, fresh_as_of AS freshAsOf FROM entries WHERE key = ?'),
     // An update in place keeps the rowid, which `access` refers to.

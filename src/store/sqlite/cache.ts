@@ -11,36 +11,15 @@ import { CachePurger, type PurgeFilter } from './cache-purge.js';
 import { CacheCounters } from './cache-counters.js';
 import { CacheEviction } from './cache-eviction.js';
 import { STATS_SQL, statsOf, type Counter, type EndpointTotals } from './cache-stats.js';
+import { MAINTENANCE_STEP, type CacheStoreOptions } from './cache-options.js';
+import type { TurnReads } from './turn-reads.js';
 import type { ReadWorker } from './read-worker.js';
 import { gated, type WriteGate } from '../write-gate.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
 export type { CacheStats } from './cache-stats.js';
 export { DEFAULT_MEMORY_MAX_BYTES } from './hot-entries.js';
-
-export interface CacheStoreOptions {
-  /**
-   * Bound of the in-memory copy of recently read or written entries, in bytes of heap (each
-   * entry charged two bytes per character of its text plus 256). 0 disables it.
-   */
-  memoryMaxBytes?: number;
-  /** The server's: after a failed write, puts are skipped (not stored) until it recovers. */
-  gate?: WriteGate;
-  /** Runs readStats()'s reads off the event loop (the server's). */
-  reader?: ReadWorker;
-  /**
-   * Bounds of one step of the maintenance pass (a transaction): hit-count rows written, and
-   * milliseconds after which it starts no further row. Defaults: MAINTENANCE_STEP.
-   */
-  maintenanceStep?: { rows: number; budgetMs: number };
-}
-
-/**
- * One step of the maintenance pass. At a million entries a hit-count update costs ~10 µs and
- * its commit as much again (a random page each); the budget bounds the rows' work, the row
- * count the commit's: a step of 5–10 ms, measured on a loaded machine.
- */
-export const MAINTENANCE_STEP = { rows: 500, budgetMs: 4 } as const;
+export { MAINTENANCE_STEP, type CacheStoreOptions } from './cache-options.js';
 
 /**
  * cache.db's response cache: the hit path (get, recordHit, flush), put, and sync with other
@@ -57,6 +36,7 @@ export class CacheStore implements ResponseCache {
   private readonly hot: HotEntries;
   private readonly gate: WriteGate | null;
   private readonly reader: ReadWorker | null;
+  private readonly reads: TurnReads | null;
   private readonly eviction: CacheEviction;
   private readonly purger: CachePurger;
   private readonly steps: { rows: number; budgetMs: number };
@@ -70,6 +50,7 @@ export class CacheStore implements ResponseCache {
     this.hot = new HotEntries(opts.memoryMaxBytes ?? DEFAULT_MEMORY_MAX_BYTES);
     this.gate = opts.gate ?? null;
     this.reader = opts.reader ?? null;
+    this.reads = opts.turnReads ?? null;
     this.steps = opts.maintenanceStep ?? MAINTENANCE_STEP;
     this.stmts = prepareCacheStatements(db);
     this.counters = new CacheCounters(db);
@@ -77,6 +58,7 @@ export class CacheStore implements ResponseCache {
     // then writes cannot wait for a lock another connection holds (SQLite skips the busy handler
     // on that upgrade, to avoid a deadlock): it failed at once with SQLITE_BUSY.
     this.writeEntry = db.transaction((e: NewEntry, size: number): number | null => {
+      this.reads?.end();
       const held = this.stmts.old.get(e.key);
       if (!replacesHeld(held ?? null, e)) return null;
       const rowid = this.stmts.put.get({ ...e, size })!; // calledAt, not a column, is ignored
@@ -93,10 +75,11 @@ export class CacheStore implements ResponseCache {
   }
 
   get(key: string): StoredEntry | null {
-    if (this.hot.maxBytes > 0) this.sync();
+    // With turn reads, always: a snapshot older than another connection's commit must end.
+    if (this.hot.maxBytes > 0 || this.reads) this.sync();
     const held = this.hot.get(key);
     if (held !== undefined) return held;
-    const r = this.stmts.get.get(key);
+    const r = this.reads ? this.reads.row(key) : this.stmts.get.get(key);
     if (!r) return null;
     const e = rowEntry(key, r);
     // Never kept itself: `offer` holds a copy, for the reason given there (pretenuring).
@@ -148,7 +131,7 @@ export class CacheStore implements ResponseCache {
    */
   flushStep(maxRows = this.steps.rows, budgetMs = this.steps.budgetMs): boolean {
     if (this.counts.empty) return false;
-    this.sync();
+    this.beforeWrite();
     return this.hitWriter.step(maxRows, budgetMs);
   }
 
@@ -171,16 +154,17 @@ export class CacheStore implements ResponseCache {
   *maintainSteps(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): Generator<number, void> {
     while (this.flushStep()) yield 0;
     yield 0;
-    this.sync();
+    this.beforeWrite();
     for (const removed of this.eviction.steps(maxBytes, deadBefore, this.steps.budgetMs)) {
       yield removed;
       // Another connection may have committed meanwhile (the CLI's purge): the totals follow.
-      this.sync();
+      this.beforeWrite();
     }
   }
 
   /** Every entry of `filter` in one transaction: for the CLI. The server purges in batches (cache-purge.ts). */
   purge(filter: PurgeFilter): number {
+    this.reads?.end();
     return this.purger.purge(filter);
   }
 
@@ -196,7 +180,7 @@ export class CacheStore implements ResponseCache {
 
   /** One transaction deleting at most `limit` of `filter`'s entries with rowid ≤ `upTo`; returns how many. */
   purgeBatch(filter: PurgeFilter, upTo: number, limit: number): number {
-    this.sync();
+    this.beforeWrite();
     return this.purger.purgeBatch(filter, upTo, limit);
   }
 
@@ -233,6 +217,12 @@ export class CacheStore implements ResponseCache {
     return statsOf(byEndpoint as EndpointTotals[], counters as Counter[]);
   }
 
+  /** Before a write of this connection: totals in step with other connections, and the hit reads' snapshot ended so that they see it. */
+  private beforeWrite(): void {
+    this.sync();
+    this.reads?.end();
+  }
+
   /**
    * When another connection (the CLI's purge, another process) has committed to cache.db,
    * every entry held in memory may be stale, and so are the totals. PRAGMA data_version is
@@ -243,6 +233,7 @@ export class CacheStore implements ResponseCache {
    */
   private sync(): void {
     if (!this.dataVersion.changed()) return;
+    this.reads?.end();
     this.hot.clear();
     this.counts.forgetRows(); // recency of a few seconds, not the totals
     this.counters.read();
