@@ -7,20 +7,32 @@
  * whatever else runs on the machine weighs on both alike. Not part of `npm run bench`.
  * `COMPARE_RATE=<requests/s>` loads each at that constant rate (bench/lib/open-loop.ts) instead of
  * saturating it: CPU per request then includes what each event-loop turn costs by itself.
+ * `COMPARE_ENTRIES=<n>` gives each side a cache.db filled as benchmark 4 fills it (n entries) and
+ * loads it with benchmark 4's uniform ids over all n (saturation only), printing after each round
+ * the size of each side's cache.db-wal: the SQLite tier's hit path, which 1k entries never reach.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fillThroughGateway, HIT_ENTITIES, hitsAtRate, randomPaths } from './hit.js';
 import { runLoad, SETTINGS, warmUp } from './lib/load.js';
 import { startGateway, startSimulator, type Gateway } from './lib/procs.js';
 import { median } from './lib/stats.js';
-import { SIM_KEY } from './lib/stack.js';
+import { populate, profileTemplates } from './lib/populate.js';
+import { recordCacheOrigin, SIM_KEY } from './lib/stack.js';
 
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 5);
 const DURATION_S = 6;
 const RATE = Number(process.env.COMPARE_RATE ?? 0);
+const ENTRIES = Number(process.env.COMPARE_ENTRIES ?? 0);
+const walBytes = (dir: string) => {
+  try {
+    return statSync(join(dir, 'cache.db-wal')).size;
+  } catch {
+    return 0;
+  }
+};
 
 const targets = process.argv.slice(2).map((arg) => {
   const [dir, ...nodeArgs] = arg.trim().split(/\s+/);
@@ -36,17 +48,23 @@ try {
   for (const target of targets) {
     const cli = join(target.dir, 'dist', 'cli.js');
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-compare-'));
+    if (ENTRIES > 0) {
+      await populate(dir, ENTRIES, await profileTemplates(sim.url, SIM_KEY), Date.now());
+      await recordCacheOrigin(dir, sim.url);
+      // As benchmark 4's: eviction stays idle.
+      writeFileSync(join(dir, 'bench.yaml'), 'cache:\n  maxBytes: 8589934592\n');
+    }
     const out = execFileSync(process.execPath, [cli, 'keys', 'create', '--name', 'bench', '--json', '--data-dir', dir], { encoding: 'utf8' });
     const auth = { authorization: `Bearer ${(JSON.parse(out) as { key: string }).key}` };
-    const gw = await startGateway({ cli, dataDir: dir, upstreamUrl: sim.url, upstreamKey: SIM_KEY, logFile: join(dir, 'gateway.log'), nodeArgs: target.nodeArgs });
+    const gw = await startGateway({ cli, dataDir: dir, upstreamUrl: sim.url, upstreamKey: SIM_KEY, logFile: join(dir, 'gateway.log'), nodeArgs: target.nodeArgs, configFile: ENTRIES > 0 ? join(dir, 'bench.yaml') : undefined });
     sides.push({ target, dir, gw, auth, rps: [], cpu: [] });
-    await fillThroughGateway(gw.url, auth, HIT_ENTITIES);
+    if (ENTRIES === 0) await fillThroughGateway(gw.url, auth, HIT_ENTITIES);
   }
   const load = (s: (typeof sides)[number]) => ({
     url: s.gw.url,
     serverPid: s.gw.pid,
     connections: SETTINGS.connections,
-    pathsFor: randomPaths(HIT_ENTITIES),
+    pathsFor: ENTRIES > 0 ? randomPaths(ENTRIES, 2_000) : randomPaths(HIT_ENTITIES),
     headers: s.auth,
   });
   for (const s of sides) await warmUp(load(s));
@@ -55,6 +73,7 @@ try {
       const r = RATE > 0 ? await hitsAtRate(s.gw.url, s.gw.pid, RATE, DURATION_S, s.auth, i) : await runLoad({ ...load(s), durationS: DURATION_S });
       s.rps.push(r.rps);
       s.cpu.push(r.cpuUsPerRequest);
+      if (ENTRIES > 0) console.log(`round ${i + 1} ${s.target.dir}: ${r.rps.toFixed(0)} req/s, ${r.cpuUsPerRequest.toFixed(1)} µs, cache.db-wal ${(walBytes(s.dir) / 2 ** 20).toFixed(1)} MiB`);
     }
   }
   for (const s of sides) {

@@ -79,7 +79,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
  * entries of unknown origin: record this run's simulator as theirs. A build from before
  * the record (TOLLGATE_BENCH_TARGET) has no such module and no such check.
  */
-async function recordCacheOrigin(dir: string, upstreamUrl: string): Promise<void> {
+export async function recordCacheOrigin(dir: string, upstreamUrl: string): Promise<void> {
   const origin = await distCacheOrigin().catch(() => null);
   if (!origin) return;
   const { openCacheDb } = await distApp();
