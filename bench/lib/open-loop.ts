@@ -5,7 +5,10 @@
  * (autocannon's `overallRate` sends each second's quota in a burst and times from the send,
  * which hides exactly the stalls this load is for: coordinated omission).
  * Requests go over an undici Pool of `connections` keep-alive connections; when all are busy
- * the pool queues, and the wait counts.
+ * the pool queues, and the wait counts. All of them are opened (one request each, not counted)
+ * before the schedule starts, as wrk2 connects before it measures: otherwise a round's first
+ * requests wait for 64 TCP connections to be made and accepted, an episode of the round's start
+ * that a steady load never sees (BENCHMARKS.md §9, "the constant-rate tail, answer by answer").
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Pool } from 'undici';
@@ -24,6 +27,12 @@ export interface RateOptions {
   headers?: Record<string, string>;
   /** The server's pid, for its CPU time per answer. */
   serverPid: number;
+  /** A header carrying each request's index i (0, 1, …), for a tracer to match the server's records (lib/traced-rate.ts). */
+  seqHeader?: string;
+  /** Called as request i is handed to the pool, with when it was due (performance.now() ms). */
+  onFire?: (i: number, dueMs: number) => void;
+  /** Called as request i's answer has been read (good: a 2xx) or the request failed. */
+  onAnswer?: (i: number, good: boolean) => void;
 }
 
 export interface Latencies {
@@ -69,25 +78,29 @@ export function startConstantRate(o: RateOptions): RateRun {
   const ok = new Uint8Array(cap);
   const pool = new Pool(o.url, { connections: o.connections, pipelining: 1, headersTimeout: 30_000, bodyTimeout: 30_000 });
   const eld = monitorEventLoopDelay({ resolution: 1 });
-  eld.enable();
   const interval = 1000 / o.rate;
-  const cpu0 = process.cpuUsage();
-  const srv0 = cpuSeconds(o.serverPid);
-  const t0 = performance.now() + 2;
+  const headers = o.headers ?? {};
+  let cpu0 = process.cpuUsage();
+  let srv0 = 0;
+  let t0 = 0;
   let total = cap;
   let sent = 0;
   let answered = 0;
+  let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let allAnswered: () => void = () => {};
   const answeredAll = new Promise<void>((r) => (allAnswered = r));
   const record = (i: number, good: boolean) => {
     lat[i] = performance.now() - due[i]!;
     ok[i] = good ? 1 : 0;
+    o.onAnswer?.(i, good);
     if (++answered === total) allAnswered();
   };
   const fire = (i: number) => {
     due[i] = t0 + i * interval;
-    pool.request({ method: 'GET', path: o.paths[i % o.paths.length]!, headers: o.headers ?? {} }).then(
+    o.onFire?.(i, due[i]!);
+    const path = o.paths[i % o.paths.length]!;
+    pool.request({ method: 'GET', path, headers: o.seqHeader ? { ...headers, [o.seqHeader]: String(i) } : headers }).then(
       async (res) => {
         await res.body.dump();
         record(i, res.statusCode >= 200 && res.statusCode < 300);
@@ -101,8 +114,24 @@ export function startConstantRate(o: RateOptions): RateRun {
     if (sent < total) timer = setTimeout(tick, 1);
     else if (answered === total) allAnswered();
   };
-  tick();
+  const opened = Promise.all(
+    Array.from({ length: o.connections }, (_, k) =>
+      pool.request({ method: 'GET', path: o.paths[k % o.paths.length]!, headers }).then(
+        (res) => res.body.dump(),
+        () => undefined,
+      ),
+    ),
+  );
+  void opened.then(() => {
+    if (stopped) return;
+    eld.enable();
+    cpu0 = process.cpuUsage();
+    srv0 = cpuSeconds(o.serverPid);
+    t0 = performance.now() + 2;
+    tick();
+  });
   const done = (async (): Promise<RateResult> => {
+    await opened;
     await answeredAll;
     const wall = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
@@ -131,7 +160,8 @@ export function startConstantRate(o: RateOptions): RateRun {
   })();
   return {
     stop() {
-      if (sent >= total) return;
+      if (stopped || sent >= total) return;
+      stopped = true;
       clearTimeout(timer);
       total = sent;
       if (answered === total) allAnswered();

@@ -59,6 +59,37 @@ describe('runConstantRate: wrk2-style timing', () => {
     expect(r.during(started, started + 750).max).toBeGreaterThanOrEqual(140);
   });
 
+  it('opens every connection before the schedule starts, with requests it does not count', async () => {
+    let connections = 0;
+    const seen: Array<{ seq: string | undefined; connections: number }> = [];
+    const url = await listen((req, res) => {
+      seen.push({ seq: req.headers['x-seq'] as string | undefined, connections });
+      res.end('ok');
+    });
+    servers.at(-1)!.on('connection', () => connections++);
+    const fired: number[] = [];
+    const answers: number[] = [];
+    const r = await runConstantRate({
+      url,
+      rate: 400,
+      durationS: 0.25,
+      connections: 16,
+      paths: ['/a'],
+      serverPid: process.pid,
+      seqHeader: 'x-seq',
+      onFire: (i) => fired.push(i),
+      onAnswer: (i, good) => good && answers.push(i),
+    });
+    expect(r.sent).toBe(100);
+    expect(r.n).toBe(100);
+    // 16 uncounted requests (no index) opened the 16 connections; the first scheduled one came after.
+    expect(seen.filter((x) => x.seq === undefined)).toHaveLength(16);
+    expect(seen.find((x) => x.seq === '0')!.connections).toBe(16);
+    expect(connections).toBe(16);
+    expect(fired).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(answers.sort((a, b) => a - b)).toEqual(fired);
+  });
+
   it('counts answers that are not 2xx as failures, not as latencies', async () => {
     const url = await listen((req, res) => {
       res.statusCode = req.url === '/bad' ? 503 : 200;
