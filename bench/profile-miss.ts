@@ -2,9 +2,10 @@
  * Profile of the miss path (`npx tsx bench/profile-miss.ts [connections] [misses]`): the
  * gateway runs with --cpu-prof while closed-loop connections ask for entities never asked for
  * before, as benchmark 9's miss rounds do; the summary is by origin, self time and Tollgate
- * function, in µs per miss. Not part of `npm run bench`: a tool for finding a miss's CPU.
+ * function, in µs per miss. `PROFILE_KEEP=<dir>` copies the .cpuprofile there (for DevTools, or
+ * for following a function's callers). Not part of `npm run bench`: a tool for finding a miss's CPU.
  */
-import { readdirSync } from 'node:fs';
+import { copyFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { analyze, entryTable } from './lib/cpuprofile.js';
 import { runLoad } from './lib/load.js';
@@ -25,6 +26,7 @@ try {
   await gw.stop();
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('no .cpuprofile written');
+  if (process.env.PROFILE_KEEP) copyFileSync(join(dir, file), join(process.env.PROFILE_KEEP, file));
   const a = analyze(join(dir, file), 30);
   const requests = load.requests + 2000;
   console.log(`misses ${requests} (${load.non2xx + load.errors} failures), ${fmt.int(load.rps)} req/s, p50 ${fmt.ms(load.p50)}, busy ${fmt.int(((a.totalMs - a.idleMs) * 1000) / requests)} µs per miss`);

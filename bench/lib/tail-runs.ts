@@ -8,7 +8,7 @@ import { runLoad, SETTINGS, warmUp, type LoadResult } from './load.js';
 import { progress } from './log.js';
 import { runConstantRate, summarize, type Latencies, type RateResult } from './open-loop.js';
 import type { StallProbe } from './stall.js';
-import { median } from './stats.js';
+import { fmt, median } from './stats.js';
 import { entityPath } from './stack.js';
 
 export interface Server {
@@ -106,6 +106,8 @@ export interface MissRound {
   gateway: LoadResult;
   /** Through the bare proxy anchor, when there is one. */
   proxy: LoadResult | null;
+  /** Through the bare proxy making the durable writes (lib/durable-proxy-anchor.ts), when there is one. */
+  durable: LoadResult | null;
 }
 
 /**
@@ -113,7 +115,7 @@ export interface MissRound {
  * asked for before, straight to the simulator, through the bare proxy (when given) and through
  * Tollgate in turn.
  */
-export async function missesAt(direct: Server, gateway: Server, connections: number, rounds: number, perRound: number, proxy: Server | null = null): Promise<MissRound[]> {
+export async function missesAt(direct: Server, gateway: Server, connections: number, rounds: number, perRound: number, proxy: Server | null = null, durable: Server | null = null): Promise<MissRound[]> {
   let next = 5_000_000;
   const fresh = (count: number) => () => Array.from({ length: count }, () => entityPath(next++));
   const load = (s: Server, n: number) => runLoad({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections, durationS: 0, amount: n, pathsFor: fresh(n) });
@@ -121,12 +123,25 @@ export async function missesAt(direct: Server, gateway: Server, connections: num
   await load(direct, perRound / 4);
   await load(gateway, perRound / 4);
   if (proxy) await load(proxy, perRound / 4);
+  if (durable) await load(durable, perRound / 4);
   const out: MissRound[] = [];
   for (let i = 0; i < rounds; i++) {
     progress(`tail: misses at concurrency ${connections}, round ${i + 1}/${rounds}`);
     const d = await one(direct, perRound);
     const p = proxy ? await one(proxy, perRound) : null;
-    out.push({ direct: d, proxy: p, gateway: await one(gateway, perRound) });
+    const w = durable ? await one(durable, perRound) : null;
+    out.push({ direct: d, proxy: p, durable: w, gateway: await one(gateway, perRound) });
   }
   return out;
+}
+
+/** Benchmark 9's misses table: per round, each server's p50 / p99, what it added to the direct call, and its CPU per miss. */
+export function missTable(misses: readonly MissRound[]): string[] {
+  const via = (r: LoadResult | null, d: LoadResult) =>
+    r ? `${fmt.ms(r.p50)} / ${fmt.ms(r.p99)} (${fmt.ms(r.p50 - d.p50)} / ${fmt.ms(r.p99 - d.p99)}; ${r.cpuUsPerRequest.toFixed(0)} µs)` : '—';
+  return [
+    '| Round | Direct p50 / p99 | Via a bare node:http proxy p50 / p99 (added; CPU per miss) | Via the bare proxy making the durable writes | Via Tollgate |',
+    '|---|---|---|---|---|',
+    ...misses.map((m, i) => `| ${i + 1} | ${fmt.ms(m.direct.p50)} / ${fmt.ms(m.direct.p99)} | ${via(m.proxy, m.direct)} | ${via(m.durable, m.direct)} | ${via(m.gateway, m.direct)} |`),
+  ];
 }

@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gatewayDuties } from '../../bench/lib/gateway-duties.js';
 import { nginxConfig } from '../../bench/lib/nginx.js';
+import Database from 'better-sqlite3';
+import { durableProxy } from '../../bench/lib/durable-proxy-anchor.js';
 import { bareProxy } from '../../bench/lib/proxy-anchor.js';
 import { runConstantRate } from '../../bench/lib/open-loop.js';
 import { lagMaxMs, stallProbe } from '../../bench/lib/stall.js';
@@ -182,3 +184,38 @@ describe('bareProxy: the anchor that only forwards a miss', () => {
   });
 });
 
+describe('durableProxy: the anchor that forwards a miss and makes its durable writes', () => {
+  it('records each call before making it, settles it with its ledger row, rollup and six budget counters, stores the answer and serves a repeat from it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-durable-anchor-'));
+    let calls = 0;
+    let reservedDuringCall = -1;
+    const upstream = await listen((req, res) => {
+      calls++;
+      const db = new Database(join(dir, 'anchor.db'), { readonly: true });
+      reservedDuringCall = (db.prepare('SELECT COUNT(*) AS n FROM reservations').get() as { n: number }).n;
+      db.close();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"data":{"url":"${req.url}"}}`);
+    });
+    const anchor = durableProxy(upstream, 'provider_key_0123', dir);
+    try {
+      const url = await listen(anchor.handler);
+      const first = await fetch(`${url}/v1/profile?person.id=9`);
+      expect([first.status, await first.text()]).toEqual([200, '{"data":{"url":"/v1/profile?person.id=9"}}']);
+      expect(reservedDuringCall).toBe(1);
+      const again = await fetch(`${url}/v1/profile?person.id=9`);
+      expect(await again.text()).toBe('{"data":{"url":"/v1/profile?person.id=9"}}');
+      expect(calls).toBe(1);
+      const db = new Database(join(dir, 'anchor.db'), { readonly: true });
+      const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+      expect(count('SELECT COUNT(*) AS n FROM reservations')).toBe(0);
+      expect(count('SELECT COUNT(*) AS n FROM ledger WHERE credits = 1')).toBe(1);
+      expect(count('SELECT SUM(requests) AS n FROM usage_daily')).toBe(1);
+      expect(count('SELECT COUNT(*) AS n FROM credit_usage WHERE used = 1')).toBe(6);
+      db.close();
+    } finally {
+      anchor.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
