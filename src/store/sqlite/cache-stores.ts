@@ -29,16 +29,17 @@ export class CacheStores {
       this.gate = loggedGate('cache.db', clock, log, ...CACHE_GATE_MESSAGES);
       try {
         if (!this.db.memory) this.reads = new TurnReads(this.db.name, SERVER_BUSY_TIMEOUT_MS.cache);
+        this.store = new CacheStore(this.db, {
+          memoryMaxBytes: config.cache.memoryMaxBytes,
+          gate: this.gate,
+          reader: opts.reader ?? undefined,
+          turnReads: this.reads ?? undefined,
+        });
       } catch (err) {
-        this.db.close();
+        // Not yet the backend's: nothing else would close them.
+        this.close();
         throw err;
       }
-      this.store = new CacheStore(this.db, {
-        memoryMaxBytes: config.cache.memoryMaxBytes,
-        gate: this.gate,
-        reader: opts.reader ?? undefined,
-        turnReads: this.reads ?? undefined,
-      });
       this.port = new ServingCache(this.store, new NoWaitWrites(this.db, this.gate));
     } else {
       this.db = openCacheDb(config, log, { mustExist: !opts.create });
