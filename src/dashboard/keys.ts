@@ -5,7 +5,7 @@ import { withReached } from './alerts.js';
 import { STRATEGIES } from '../domain/endpoints.js';
 import type { ApiKey, KeyPatch } from '../domain/keys.js';
 import { errorPage, frameOf, noticeOf, sessionOf, show, type DashboardDeps } from './context.js';
-import { field, fields, formOf, seeOther, type Form } from './http.js';
+import { field, fields, FormProblem, formOf, seeOther, type Form } from './http.js';
 
 /*
  * Keys: the list (team, state, last use, limits, budget use), create (the secret shown once),
@@ -15,9 +15,17 @@ import { field, fields, formOf, seeOther, type Form } from './http.js';
 
 const NOTICES = { updated: 'Key updated.', unchanged: 'Nothing changed.', revoked: 'Key revoked: it is refused from now on.' };
 
-/** The form's fields as the admin API's input. Empty rate/credits on create: `keys.defaults`; on edit: none. */
+/**
+ * The form's fields as the admin API's input. Empty rate/credits on create: `keys.defaults`; on
+ * edit: none. The form always sends its text fields (empty when cleared), so on edit one that is
+ * missing is refused: read as empty, it cleared the key's limits, team or expiry.
+ */
 function keyInput(form: Form, creating: boolean): KeyInput {
-  const text = (name: string) => field(form, name) ?? '';
+  const text = (name: string) => {
+    const v = field(form, name);
+    if (v === undefined && !creating) throw new FormProblem(`${name}: missing from the form (send it empty to clear it)`);
+    return v ?? '';
+  };
   const orNone = (v: string, none: string) => (v === '' ? (creating ? undefined : none) : v);
   // Every box ticked is "all" (no list, so endpoints added later are included too). Counting
   // the values was not enough: `endpoints=profile` five times, or four known values and one

@@ -29,7 +29,7 @@ describe('a dashboard form with a field named after an object member', () => {
       ['/dashboard/teams', 'name=proto-2&credits=', 303],
       ['/dashboard/teams/proto-2/delete', 'keys=unassign', 303],
       ['/dashboard/keys', 'name=proto-new&endpoints=profile&strategies=cached', 201],
-      [`/dashboard/keys/${key.key.id}`, 'name=proto-renamed&endpoints=profile&strategies=cached', 303],
+      [`/dashboard/keys/${key.key.id}`, 'name=proto-renamed&team=&rate=&credits=&expires_at=&endpoints=profile&strategies=cached', 303],
       [`/dashboard/keys/${key.key.id}/rotate`, 'overlap=1h', 200],
       ['/dashboard/cache/purge', 'by=all', 303],
       [`/dashboard/keys/${key.key.id}/revoke`, '', 303],
