@@ -74,6 +74,8 @@ export function registerTeams(app: FastifyInstance, deps: DashboardDeps): void {
   app.post<{ Params: { name: string } }>('/teams/:name/delete', async (request, reply) => {
     const form = formOf(request);
     const typed = { keys: field(form, 'keys') ?? '', reassign: field(form, 'reassign') ?? '' };
+    // A value the radio buttons never send was read as no choice: a team without keys was deleted on it.
+    if (!['', 'reassign', 'unassign'].includes(typed.keys)) return confirm(request, reply, 400, `Where the keys go: choose ${REASSIGN} or ${UNASSIGN}.`, { ...typed, keys: '' });
     const opts = typed.keys === 'reassign' ? { reassign: typed.reassign } : typed.keys === 'unassign' ? { unassign: true } : {};
     try {
       const { result: d, to } = await deleteTeam(teams, request.params.name, opts, sessionOf(request).actor);

@@ -97,6 +97,10 @@ describe('deleting a team from the dashboard', () => {
     expect(page.text).not.toContain(odd);
     expect(page.text).toContain('&lt;b&gt;&quot;x&quot;&lt;/b&gt;');
     expect(page.text).toContain('It has no keys.');
+    // A choice the form never offers is refused, not read as no choice (which deleted this team).
+    const bogus = await d.post(path, { keys: 'bogus' });
+    expect([bogus.status, bogus.text.includes('Where the keys go: choose')]).toEqual([400, true]);
+    expect(await s.app.backend.teams.get(odd)).not.toBeNull();
     expect((await d.post(path, {})).status).toBe(303);
     expect(await s.app.backend.teams.get(odd)).toBeNull();
   });
