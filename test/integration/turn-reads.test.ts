@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { validateConfig } from '../../src/config.js';
 import type { NewEntry } from '../../src/domain/cache-entry.js';
 import { openBackend } from '../../src/store/open.js';
 import type { SqliteBackend } from '../../src/store/sqlite/backend.js';
+import { Checkpointer } from '../../src/store/sqlite/checkpointer.js';
 import { LOOK_INTERVAL_MS } from '../../src/store/sqlite/data-version.js';
 import { TurnReads } from '../../src/store/sqlite/turn-reads.js';
 
@@ -87,5 +88,34 @@ describe('turn reads', () => {
     cli.prepare('DELETE FROM entries WHERE key = ?').run('c');
     spin(LOOK_INTERVAL_MS + 1); // the CLI returns no sooner than this after its commit
     expect(store.get('c')).toBeNull();
+  });
+
+  it("a busy loop of turn reads does not keep the Checkpointer from truncating the WAL", async () => {
+    const keys = Array.from({ length: 64 }, (_, i) => `k${i}`);
+    const { server, cli } = serverAndCli(keys);
+    const store = server.cacheStore;
+    const file = join(dir, 'cache.db');
+    // Another process's writes: they end no snapshot of the server's by themselves.
+    cli.exec('CREATE TABLE scratch (v TEXT)');
+    const write = cli.prepare('INSERT INTO scratch VALUES (?)');
+    const wal = () => statSync(`${file}-wal`).size;
+    const checkpointer = new Checkpointer([file], { intervalMs: 20, truncateAboveBytes: 256 * 1024, onError: () => {} });
+    closers.push(() => checkpointer.close());
+    // Every turn: eight SQLite reads (its snapshot open from the second on) and, every fourth, ~8 KB written by the other connection.
+    let turn = 0;
+    let largest = 0;
+    let truncatedAfterLargest = false;
+    const until = performance.now() + 4_000;
+    while (performance.now() < until && !truncatedAfterLargest) {
+      for (let i = 0; i < 8; i++) expect(store.get(keys[(turn * 8 + i) % keys.length]!)).not.toBeNull();
+      if (turn % 4 === 0) write.run('x'.repeat(8_000));
+      const size = wal();
+      if (size > 256 * 1024) largest = Math.max(largest, size);
+      else if (largest > 0) truncatedAfterLargest = true;
+      turn++;
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(largest).toBeGreaterThan(256 * 1024);
+    expect(truncatedAfterLargest).toBe(true);
   });
 });
