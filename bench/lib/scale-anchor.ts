@@ -108,7 +108,7 @@ export function anchorRows(a: AnchorRuns): string[] {
 
 export const ANCHOR_NOTE = (rounds: number, durationS: number): string[] => [
   `⁴ The anchor (bench/lib/sqlite-anchor.ts): bare node:http answering \`GET /v1/profile?person.id=N\` with the row Tollgate stored for it, read`,
-  "from the same cache.db by the same cache key with one prepared statement (an autocommit read, as Tollgate's hit reads are, through a 2 MiB page",
+  "from the same cache.db by the same cache key with one prepared statement (an autocommit read each, where Tollgate's share one per turn, through a 2 MiB page",
   "cache, as Tollgate's), its data and meta in the envelope with a request id; nothing else (no key, rate, metrics, request line or hit counts).",
   `Each size is measured right after Tollgate's, with the same load (best of ${rounds} × ${durationS} s). At 1k Tollgate answers every hit from its`,
   'in-memory copy, so the comparison that matches it is the anchor answering 1k from a Map filled at its start; the anchor answering 1k from',

@@ -3,7 +3,7 @@
  * node:http and better-sqlite3 allow: the anchor of benchmark 4 (bench/baseline-server.ts
  * `sqlite:DB` and `memory:DB`). Per `GET /v1/profile?person.id=N`: the cache key Tollgate
  * derives for it, the row's data and meta read by that key with one prepared statement (its
- * own autocommit read, as Tollgate's hit reads are), and the envelope around them with a
+ * own autocommit read; Tollgate shares one transaction between a turn's reads), and the envelope around them with a
  * request id. Nothing else: no key check, no rate window, no metrics, no request line, no
  * hit counts. With `memory`, every row is read into a Map at startup and answered from it,
  * as Tollgate answers a 1k-entry cache from its in-memory copy.
