@@ -52,12 +52,6 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     // Authorization or Host, or a body's Content-Length, past them went unseen by earlyRefusal.
     // 0 reads them all: maxHeaderSize (server.maxHeaderBytes, 431) bounds the head instead.
     server.maxHeadersCount = 0;
-    // A client may close its sending side once its request is out and still read the answer.
-    // node:http's default ends such a connection at once and aborts the request, so a miss was
-    // called, charged and cached while its client got nothing. With this (node:http's own switch,
-    // undocumented but kept since its first versions; test/integration/http-half-close.test.ts
-    // fails if it goes), the answers owed are written and the connection is closed after the last.
-    (server as unknown as { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
     server.on('connect', connectRefusal(deps, trusted));
     return server;
   });
