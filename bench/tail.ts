@@ -16,7 +16,7 @@ import type { Figure, Section } from './lib/report.js';
 import { idleStallWithBystander, stallProbe, stopBystander } from './lib/stall.js';
 import { entityPath, getAll, SIM_KEY, startStack } from './lib/stack.js';
 import { fmt, median } from './lib/stats.js';
-import { missesAt, missTable, pace, saturate, type Paced, type Saturated, type Server } from './lib/tail-runs.js';
+import { missesAt, missTable, pace, saturate, SETTLE_S, type Paced, type Saturated, type Server } from './lib/tail-runs.js';
 import { adminUsageUnderLoad } from './tail-admin.js';
 import { progress } from './lib/log.js';
 
@@ -167,7 +167,7 @@ export async function tailBench(): Promise<Section> {
       const satRow = (s: Saturated) =>
         `| ${s.server.name} | ${fmt.int(s.rps)} | ${s.cpuUs.toFixed(1)} µs | ${fmt.ms(s.p50)} | ${fmt.ms(s.p99)} | ${fmt.ms(s.p999)} | ${fmt.ms(s.max)} | ${s.rounds.map((r) => r.serverCores.toFixed(2)).join(' / ')} | ${s.rounds.map((r) => r.generatorCores.toFixed(2)).join(' / ')} | ${s.failures} |`;
       const paceRow = (p: Paced) =>
-        `| ${p.server.name} | ${fmt.int(p.n)} | ${fmt.ms(p.p50)} | ${fmt.ms(p.p99)} | ${fmt.ms(p.p999)} | ${fmt.ms(p.max)} | ${p.rounds.map((r) => fmt.ms(r.max)).join(' / ')} | ${p.cpuUs.toFixed(1)} µs | ${p.rounds.map((r) => r.generatorCores.toFixed(2)).join(' / ')} | ${fmt.ms(p.generatorStallMs)} | ${p.failures} |`;
+        `| ${p.server.name} | ${fmt.int(p.n)} | ${fmt.ms(p.p50)} | ${fmt.ms(p.p99)} | ${fmt.ms(p.p999)} | ${fmt.ms(p.max)} | ${p.rounds.map((r) => fmt.ms(r.max)).join(' / ')} | ${p.rounds.map((r) => fmt.ms(r.settling.max)).join(' / ')} | ${p.cpuUs.toFixed(1)} µs | ${p.rounds.map((r) => r.generatorCores.toFixed(2)).join(' / ')} | ${fmt.ms(p.generatorStallMs)} | ${p.failures} |`;
       return {
         id: 'tail',
         title: '9. Tail latency and anchors (issue 16)',
@@ -192,12 +192,12 @@ export async function tailBench(): Promise<Section> {
           ...sat.map(satRow),
           '',
           `**Constant rate**: ${fmt.int(rate)} requests/s (${RATE_SHARE * 100}% of Tollgate's best saturated round above), wrk2-style (bench/lib/open-loop.ts: request i is due at`,
-          `i ÷ rate and its latency counts from then, so a stall delays every request due during it), ${SETTINGS.connections} connections, 2 s warm-up, ${RATE_ROUNDS} rounds of ${RATE_S} s`,
-          'per server alternated; percentiles over all rounds together. "Generator stall" is the load generator\'s own longest event-loop',
+          `i ÷ rate and its latency counts from then, so a stall delays every request due during it), ${SETTINGS.connections} connections opened first, 2 s warm-up, ${RATE_ROUNDS} rounds of ${RATE_S} s`,
+          `per server alternated, each after ${SETTLE_S} s not counted (the generator's own start-up; its max is shown); percentiles over all rounds together. "Generator stall" is the load generator\'s own longest event-loop`,
           "stall (1 ms resolution): a latency near it may be the generator's, not the server's.",
           '',
-          '| Server | Answers | p50 | p99 | p99.9 | max | max per round | CPU per hit | Generator cores | Generator stall | Failures |',
-          '|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|',
+          '| Server | Answers | p50 | p99 | p99.9 | max | max per round | max in the first second (not counted) | CPU per hit | Generator cores | Generator stall | Failures |',
+          '|---|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|',
           paceRow(pN),
           paceRow(pD),
           paceRow(pT),

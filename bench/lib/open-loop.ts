@@ -27,6 +27,12 @@ export interface RateOptions {
   headers?: Record<string, string>;
   /** The server's pid, for its CPU time per answer. */
   serverPid: number;
+  /**
+   * Seconds at the start whose requests are sent but not counted (their latencies are `settling`):
+   * the load's own start-up (the generator's first requests, on the same cores as the server) is
+   * not the steady state a constant-rate tail is about. Part of `durationS`. Default 0.
+   */
+  settleS?: number;
   /** A header carrying each request's index i (0, 1, …), for a tracer to match the server's records (lib/traced-rate.ts). */
   seqHeader?: string;
   /** Called as request i is handed to the pool, with when it was due (performance.now() ms). */
@@ -53,8 +59,10 @@ export interface RateResult extends Latencies {
   generatorCores: number;
   /** The load generator's own longest event-loop stall, in ms: a bound on how much of `max` is its own. */
   generatorStallMs: number;
-  /** Every 2xx answer's latency, in ms, in the order the requests were due. */
+  /** Every counted 2xx answer's latency, in ms, in the order the requests were due. */
   good: Float64Array;
+  /** The latencies of the requests due in the first `settleS` seconds, not counted above. */
+  settling: Latencies;
   /** Latencies of the requests in flight at any time within [from, to] (this process's performance.now()). */
   during(from: number, to: number): Latencies;
 }
@@ -139,18 +147,21 @@ export function startConstantRate(o: RateOptions): RateRun {
     eld.disable();
     await pool.close();
     const kept: number[] = [];
-    for (let i = 0; i < total; i++) if (ok[i]) kept.push(lat[i]!);
+    const settling: number[] = [];
+    const counted = t0 + (o.settleS ?? 0) * 1000;
+    for (let i = 0; i < total; i++) if (ok[i]) (due[i]! < counted ? settling : kept).push(lat[i]!);
     const good = Float64Array.from(kept);
     return {
       ...summarize(good),
       rate: o.rate,
       sent: total,
-      failed: total - good.length,
-      rps: good.length / wall,
-      cpuUsPerRequest: (srv * 1e6) / Math.max(1, good.length),
+      failed: total - good.length - settling.length,
+      rps: (good.length + settling.length) / wall,
+      cpuUsPerRequest: (srv * 1e6) / Math.max(1, good.length + settling.length),
       generatorCores: (cpu.user + cpu.system) / 1e6 / wall,
       generatorStallMs: eld.max / 1e6,
       good,
+      settling: summarize(settling),
       during(from, to) {
         const inside: number[] = [];
         for (let i = 0; i < total; i++) if (ok[i] && due[i]! <= to && due[i]! + lat[i]! >= from) inside.push(lat[i]!);

@@ -77,7 +77,14 @@ export interface Paced extends Latencies {
   generatorStallMs: number;
 }
 
-/** The same constant rate on each server, rounds alternated; latencies pooled over the rounds. */
+/**
+ * Seconds at the start of each constant-rate round not counted (lib/open-loop.ts `settleS`): after
+ * an idle spell the generator's first requests cost it 2-4× its steady CPU on the cores it shares
+ * with the server, and every server's first ~0.3-0.8 s waited on that (BENCHMARKS §9).
+ */
+export const SETTLE_S = 1;
+
+/** The same constant rate on each server, rounds alternated; latencies pooled over the rounds, each round's first SETTLE_S seconds left out. */
 export async function pace(servers: Server[], rate: number, entities: number, rounds: number, durationS: number): Promise<Paced[]> {
   const paths = randomPaths(entities, 20_000)(0);
   const o = (s: Server, d: number) => ({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections: SETTINGS.connections, rate, durationS: d, paths });
@@ -85,7 +92,7 @@ export async function pace(servers: Server[], rate: number, entities: number, ro
   const all = servers.map(() => [] as RateResult[]);
   for (let i = 0; i < rounds; i++) {
     progress(`tail: constant rate ${Math.round(rate)}/s, round ${i + 1}/${rounds}`);
-    for (const [j, s] of servers.entries()) all[j]!.push(await probed(s, () => runConstantRate(o(s, durationS))));
+    for (const [j, s] of servers.entries()) all[j]!.push(await probed(s, () => runConstantRate({ ...o(s, durationS + SETTLE_S), settleS: SETTLE_S })));
   }
   return servers.map((server, j) => {
     const r = all[j]!;

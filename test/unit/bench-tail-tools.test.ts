@@ -92,6 +92,22 @@ describe('runConstantRate: wrk2-style timing', () => {
     expect(answers.sort((a, b) => a - b)).toEqual(fired);
   });
 
+  it('leaves the requests due in the first settleS seconds out of the latencies, and reports them apart', { retry: 2 }, async () => {
+    let seen = 0;
+    const url = await listen((_req, res) => {
+      // The first scheduled request (after the 8 that open the connections) stalls the process 150 ms.
+      if (++seen === 9) busy(150);
+      res.end('ok');
+    });
+    const r = await runConstantRate({ url, rate: 400, durationS: 1, settleS: 0.4, connections: 8, paths: ['/a'], serverPid: process.pid });
+    expect(r.sent).toBe(400);
+    expect(r.failed).toBe(0);
+    expect(r.n + r.settling.n).toBe(400);
+    expect(r.settling.n).toBeGreaterThanOrEqual(150);
+    expect(r.settling.max).toBeGreaterThanOrEqual(140);
+    expect(r.max).toBeLessThan(100);
+  });
+
   it('counts answers that are not 2xx as failures, not as latencies', async () => {
     const url = await listen((req, res) => {
       res.statusCode = req.url === '/bad' ? 503 : 200;
