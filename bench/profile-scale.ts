@@ -7,13 +7,13 @@
  * (inclusive), and the 1M − 1k difference of the functions that differ most. Not part of
  * `npm run bench`: a tool.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { analyze, entryTable, monotonicUs, type Analysis } from './lib/cpuprofile.js';
 import { runLoad, SETTINGS, warmUp } from './lib/load.js';
 import { populate, profileTemplates } from './lib/populate.js';
-import { startSimulator } from './lib/procs.js';
+import { startSimulator, threadCpuSeconds } from './lib/procs.js';
 import { SIM_KEY, startStack } from './lib/stack.js';
 import { randomPaths } from './hit.js';
 
@@ -23,16 +23,7 @@ const PER_CONNECTION = 2_000;
 /** CPU seconds of each of a process's threads, by thread name (threads of one name summed). */
 function threadCpu(pid: number): Map<string, number> {
   const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
-    } catch {
-      /* the thread ended */
-    }
-  }
+  for (const { name, seconds } of threadCpuSeconds(pid).values()) out.set(name, (out.get(name) ?? 0) + seconds);
   return out;
 }
 

@@ -12,12 +12,12 @@
  * as benchmark 9's constant-rate rounds follow its saturated ones. Not part of
  * `npm run bench`: a tool (BENCHMARKS.md §9).
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { captured, fillThroughGateway, randomPaths } from './hit.js';
 import { runLoad } from './lib/load.js';
 import { startConstantRate } from './lib/open-loop.js';
-import { startBaseline } from './lib/procs.js';
+import { startBaseline, threadCpuSeconds } from './lib/procs.js';
 import { entityPath, getAll, startStack } from './lib/stack.js';
 
 const rate = Number(process.argv[2] ?? 7_000);
@@ -34,19 +34,10 @@ function machineBusyMs(): number {
   return (f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!) * TICK_MS;
 }
 
-/** CPU ms of each of a process's threads, by tid, with its name. */
+/** CPU ms of each of a process's threads, by tid, with its name (`main` for the main thread). */
 function threads(pid: number): Map<string, { name: string; ms: number }> {
   const out = new Map<string, { name: string; ms: number }>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(tid, { name: tid === String(pid) ? 'main' : name, ms: (Number(f[11]) + Number(f[12])) * TICK_MS });
-    } catch {
-      /* the thread ended */
-    }
-  }
+  for (const [tid, t] of threadCpuSeconds(pid)) out.set(tid, { name: tid === String(pid) ? 'main' : t.name, ms: t.seconds * 1000 });
   return out;
 }
 

@@ -4,7 +4,7 @@
  * gets its own process so the load generator (this process) never shares its event loop.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { request } from 'undici';
@@ -211,10 +211,28 @@ const CLK_TCK = 100;
 
 /** User + system CPU seconds a process has used so far (from /proc/<pid>/stat). */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+}
+
+/** User + system CPU seconds from a /proc `stat` line (a process's or a thread's). */
+function statCpuSeconds(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // After the command name: state is field 3, utime 14 and stime 15 (1-based, man 5 proc).
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+/** CPU seconds of each of a process's threads, by thread id (the main thread's is the pid), with the thread's name. */
+export function threadCpuSeconds(pid: number): Map<string, { name: string; seconds: number }> {
+  const out = new Map<string, { name: string; seconds: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      out.set(tid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: statCpuSeconds(stat) });
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return out;
 }
 
 /** Samples a process's RSS while a load runs. */
