@@ -19,6 +19,11 @@ export interface Figure {
   pass: boolean | null;
 }
 
+/** A figure reported without a target (the table's "—" and no result). */
+export function untargeted(figure: string, measured: string, baseline: string, ratio: number | null): Figure {
+  return { figure, measured, baseline, ratio, target: '—', pass: null };
+}
+
 export interface Section {
   id: string;
   title: string;
