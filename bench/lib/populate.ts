@@ -6,7 +6,7 @@
 import { request } from 'undici';
 import { distApp, distCache, distConfig } from './dist.js';
 import { entityId } from './stack.js';
-import { profileKey } from './sqlite-anchor.js';
+import { profileEntry, profileKey } from './sqlite-anchor.js';
 
 export { profileKey };
 
@@ -44,23 +44,12 @@ export async function populate(dataDir: string, n: number, templates: readonly s
     .map((x) => x.id);
   const entry = (id: string) => {
     const t = templates[Number(id) % templates.length]!;
-    const data = t.replace(/"person_id":"\d+"/, `"person_id":"${id}"`);
-    return { key: profileKey(id), identity: `profile:person.id:${id}`, data };
+    return profileEntry(id, t.replace(/"person_id":"\d+"/, `"person_id":"${id}"`), now);
   };
   let dataBytes = 0;
   try {
     const first = entry(ids[0]!);
-    new CacheStore(db).put({
-      ...first,
-      endpoint: 'profile',
-      status: 200,
-      meta: '{"source":"network"}',
-      errorCode: null,
-      errorMessage: null,
-      storedAt: now,
-      freshAsOf: now,
-      credits: 3,
-    });
+    new CacheStore(db).put(first);
     // A bulk load needs no crash safety: write pages once (no WAL copy) with a large page cache.
     // (After the CacheStore, which sets its own page cache size.)
     db.pragma('journal_mode = OFF');

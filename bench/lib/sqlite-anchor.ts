@@ -14,15 +14,30 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Database from 'better-sqlite3';
 
-/**
- * SQLite's page cache, in KiB: the same as Tollgate's on cache.db (src/store/sqlite/cache-statements.ts),
- * so that both read through a page cache of one size.
- */
-const PAGE_CACHE_KIB = 2048;
+// SQLite's page cache: Tollgate's on cache.db, so that both read through a page cache of one size.
+import { PAGE_CACHE_KIB } from '../../src/store/sqlite/cache-statements.js';
+import type { NewEntry } from '../../src/domain/cache-entry.js';
 
 /** The cache key Tollgate derives for `/v1/profile?person.id=ID` (src/domain/params.ts cacheKey). */
 export function profileKey(id: string): string {
   return `profile|profile:person.id:${id}|experience_filter=default|education_filter=default|summary_filter=default`;
+}
+
+/** The entry Tollgate stores for `/v1/profile?person.id=ID` after a fresh fetch at `now` whose provider `data` was `data`. */
+export function profileEntry(id: string, data: string, now: number): NewEntry & { readonly data: string } {
+  return {
+    key: profileKey(id),
+    endpoint: 'profile',
+    identity: `profile:person.id:${id}`,
+    status: 200,
+    data,
+    meta: '{"source":"network"}',
+    errorCode: null,
+    errorMessage: null,
+    storedAt: now,
+    freshAsOf: now,
+    credits: 3,
+  };
 }
 
 interface Stored {

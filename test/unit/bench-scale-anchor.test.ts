@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { profileKey, sqliteAnchor, type SqliteAnchor } from '../../bench/lib/sqlite-anchor.js';
+import { profileEntry, profileKey, sqliteAnchor, type SqliteAnchor } from '../../bench/lib/sqlite-anchor.js';
 import { openCacheDb } from '../../src/store/sqlite/cache-file.js';
 import { CacheStore } from '../../src/store/sqlite/cache.js';
 import { validateConfig } from '../../src/config.js';
@@ -32,22 +32,7 @@ function cacheDbWith(ids: string[]): string {
   dirs.push(dir);
   const db = openCacheDb(validateConfig({ dataDir: dir }));
   const store = new CacheStore(db);
-  for (const id of ids) {
-    const now = Date.now();
-    store.put({
-      key: profileKey(id),
-      endpoint: 'profile',
-      identity: `profile:person.id:${id}`,
-      status: 200,
-      data: `{"person_id":"${id}","name":"P ${id}"}`,
-      meta: '{"source":"network"}',
-      errorCode: null,
-      errorMessage: null,
-      storedAt: now,
-      freshAsOf: now,
-      credits: 3,
-    });
-  }
+  for (const id of ids) store.put(profileEntry(id, `{"person_id":"${id}","name":"P ${id}"}`, Date.now()));
   const file = db.name;
   db.close();
   return file;
