@@ -12,6 +12,7 @@ import { BYPASS, creditsReported } from '../gateway/passthrough.js';
 import type { Clock } from '../domain/clock.js';
 import type { AdmittedCall } from '../upstream/call-state.js';
 import { decodeBody, errorResult, type AttemptResult } from '../upstream/http.js';
+import { readCapped } from '../upstream/read-capped.js';
 import { scrubText, SecretScrubber } from '../upstream/scrub.js';
 import type { UpstreamFailure } from '../upstream/types.js';
 
@@ -181,22 +182,4 @@ export function passthroughProxy(config: Readonly<Config>, deps: { readonly acco
 function headerOf(res: IncomingMessage, name: string): string | undefined {
   const v = res.headers[name];
   return Array.isArray(v) ? v[0] : v;
-}
-
-/** The body's bytes as sent (decodeBody undoes a content coding), or null past `max`. */
-function readCapped(res: IncomingMessage, max: number): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    res.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > max) {
-        res.destroy();
-        resolve(null);
-      } else chunks.push(c);
-    });
-    res.on('end', () => resolve(Buffer.concat(chunks)));
-    res.on('error', reject);
-    res.on('close', () => reject(Object.assign(new Error('response closed'), { code: 'ECONNRESET' })));
-  });
 }

@@ -1,7 +1,9 @@
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate, inflateRaw } from 'node:zlib';
+import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import { formatTraceparent } from '../domain/trace-context.js';
+import { readCapped } from './read-capped.js';
 import { scrubText } from './scrub.js';
 import type { UpstreamCall, UpstreamSettings } from './types.js';
 
@@ -77,7 +79,7 @@ export class ProviderHttp {
         headers: {
           authorization: `Bearer ${this.settings.apiKey}`,
           accept: 'application/json',
-          // Without it any content coding is acceptable (RFC 9110 §12.5.3); one sent anyway is decoded (readCapped).
+          // Without it any content coding is acceptable (RFC 9110 §12.5.3); one sent anyway is decoded (readAnswer).
           'accept-encoding': 'identity',
           'x-request-id': call.requestId,
           'user-agent': 'tollgate',
@@ -90,7 +92,7 @@ export class ProviderHttp {
       // (or a proxy before it) that echoes the Authorization header must not hand the key on.
       const rid = headerValue(res.headers['x-request-id']);
       upstreamRequestId = rid === undefined ? undefined : scrubText(rid, this.settings.apiKey);
-      const read = await readCapped(res.body, headerValue(res.headers['content-length']), this.settings.maxResponseBytes, headerValue(res.headers['content-encoding']));
+      const read = await readAnswer(res.body, headerValue(res.headers['content-length']), this.settings.maxResponseBytes, headerValue(res.headers['content-encoding']));
       return {
         type: 'response',
         status,
@@ -117,31 +119,18 @@ export function traceHeaders(call: UpstreamCall): Record<string, string> {
   return tc.state === null ? { traceparent: formatTraceparent(tc) } : { traceparent: formatTraceparent(tc), tracestate: tc.state };
 }
 
-type Body = AsyncIterable<Buffer | string> & { destroy(err?: Error): unknown; dump?(): Promise<void> };
-
 /**
  * Reads at most `max` bytes; past that it stops and drops the connection's body. A body sent
  * with a content coding (gzip, deflate, br) is decoded, to at most `max` bytes too: a provider
  * (or a proxy before it) that compresses a paid answer must not turn it into an unreadable one.
  */
-async function readCapped(body: Body, contentLength: string | undefined, max: number, encoding?: string): Promise<{ text: string | null; tooLarge: boolean }> {
+async function readAnswer(body: Readable, contentLength: string | undefined, max: number, encoding?: string): Promise<{ text: string | null; tooLarge: boolean }> {
   if (contentLength !== undefined && /^\d+$/.test(contentLength) && Number(contentLength) > max) {
     body.destroy();
     return { text: null, tooLarge: true };
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    size += buf.length;
-    if (size > max) {
-      body.destroy();
-      return { text: null, tooLarge: true };
-    }
-    chunks.push(buf);
-  }
-  const raw = Buffer.concat(chunks, size);
-  const decoded = encoding === undefined ? raw : await decodeBody(raw, encoding, max);
+  const raw = await readCapped(body, max);
+  const decoded = raw === null ? null : encoding === undefined ? raw : await decodeBody(raw, encoding, max);
   return decoded === null ? { text: null, tooLarge: true } : { text: decoded.toString('utf8'), tooLarge: false };
 }
 
