@@ -18,17 +18,19 @@
  *            its key K, the answer sent back; what a miss costs a Node server that only forwards.
  *   durable:U#K#D the bare proxy making, as plainly as it can, the durable writes a miss obliges a gateway
  *            with Tollgate's promises to make (bench/lib/durable-proxy-anchor.ts), in SQLite files under D.
+ *   durable-duties:U#K#D#F the same, doing a gateway's duties too (request lines into F): the key, the rate
+ *            window, the cache key, the request id, the metrics, the provider answer's envelope and charge.
  *   sqlite:DB each profile hit read from Tollgate's cache.db DB by its cache key, one prepared statement
  *            (bench/lib/sqlite-anchor.ts); memory:DB the same rows read into a Map at startup and answered
  *            from it. Benchmark 4's anchor: what a random row of a large cache.db costs any Node server.
- * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N|logged:F|duties:F|proxy:U#K|durable:U#K#D|sqlite:DB|memory:DB]
+ * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N|logged:F|duties:F|proxy:U#K|durable:U#K#D|durable-duties:U#K#D#F|sqlite:DB|memory:DB]
  * (sqlite and memory answer from DB alone: their response file is not read.)
  */
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
-import { gatewayDuties, requestLine, type Captured } from './lib/gateway-duties.js';
+import { gatewayDuties, gatewayDutiesOf, requestLine, type Captured } from './lib/gateway-duties.js';
 import { durableProxy } from './lib/durable-proxy-anchor.js';
 import { bareProxy } from './lib/proxy-anchor.js';
 import { sqliteAnchor } from './lib/sqlite-anchor.js';
@@ -52,9 +54,9 @@ if (mode === 'fastify') {
   server.keepAliveTimeout = 5_000;
   server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
   process.once('SIGTERM', () => server.close(() => (anchor.close(), process.exit(0))));
-} else if (mode.startsWith('durable:')) {
-  const [upstream, key, dir] = mode.slice(8).split('#') as [string, string, string];
-  const anchor = durableProxy(upstream, key, dir);
+} else if (mode.startsWith('durable:') || mode.startsWith('durable-duties:')) {
+  const [upstream, key, dir, log] = mode.slice(mode.indexOf(':') + 1).split('#') as [string, string, string, string?];
+  const anchor = durableProxy(upstream, key, dir, log === undefined ? undefined : gatewayDutiesOf(log));
   const server = createServer(anchor.handler);
   server.keepAliveTimeout = 5_000;
   server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));

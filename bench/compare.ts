@@ -10,6 +10,8 @@
  * `COMPARE_ENTRIES=<n>` gives each side a cache.db filled as benchmark 4 fills it (n entries) and
  * loads it with benchmark 4's uniform ids over all n (saturation only), printing after each round
  * the size of each side's cache.db-wal: the SQLite tier's hit path, which 1k entries never reach.
+ * `COMPARE_MISSES=<n>` compares the miss path instead: each round sends each side n entities never
+ * asked for before over 16 connections (benchmark 9's miss rounds), p50 and CPU per miss.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -20,12 +22,16 @@ import { runLoad, SETTINGS, warmUp } from './lib/load.js';
 import { startGateway, startSimulator, type Gateway } from './lib/procs.js';
 import { median } from './lib/stats.js';
 import { populate, profileTemplates } from './lib/populate.js';
-import { recordCacheOrigin, SIM_KEY } from './lib/stack.js';
+import { entityPath, recordCacheOrigin, SIM_KEY } from './lib/stack.js';
 
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 5);
 const DURATION_S = 6;
 const RATE = Number(process.env.COMPARE_RATE ?? 0);
 const ENTRIES = Number(process.env.COMPARE_ENTRIES ?? 0);
+const MISSES = Number(process.env.COMPARE_MISSES ?? 0);
+/** Entities never asked for before: one counter for both sides, so that no side ever hits. */
+let nextEntity = 7_000_000;
+const freshPaths = (n: number) => () => Array.from({ length: n }, () => entityPath(nextEntity++));
 const walBytes = (dir: string) => {
   try {
     return statSync(join(dir, 'cache.db-wal')).size;
@@ -43,7 +49,7 @@ if (targets.length !== 2) {
   process.exit(2);
 }
 const sim = await startSimulator(SIM_KEY);
-const sides: Array<{ target: (typeof targets)[number]; dir: string; gw: Gateway; auth: Record<string, string>; rps: number[]; cpu: number[] }> = [];
+const sides: Array<{ target: (typeof targets)[number]; dir: string; gw: Gateway; auth: Record<string, string>; rps: number[]; cpu: number[]; p50: number[] }> = [];
 try {
   for (const target of targets) {
     const cli = join(target.dir, 'dist', 'cli.js');
@@ -57,8 +63,8 @@ try {
     const out = execFileSync(process.execPath, [cli, 'keys', 'create', '--name', 'bench', '--json', '--data-dir', dir], { encoding: 'utf8' });
     const auth = { authorization: `Bearer ${(JSON.parse(out) as { key: string }).key}` };
     const gw = await startGateway({ cli, dataDir: dir, upstreamUrl: sim.url, upstreamKey: SIM_KEY, logFile: join(dir, 'gateway.log'), nodeArgs: target.nodeArgs, configFile: ENTRIES > 0 ? join(dir, 'bench.yaml') : undefined });
-    sides.push({ target, dir, gw, auth, rps: [], cpu: [] });
-    if (ENTRIES === 0) await fillThroughGateway(gw.url, auth, HIT_ENTITIES);
+    sides.push({ target, dir, gw, auth, rps: [], cpu: [], p50: [] });
+    if (ENTRIES === 0 && MISSES === 0) await fillThroughGateway(gw.url, auth, HIT_ENTITIES);
   }
   const load = (s: (typeof sides)[number]) => ({
     url: s.gw.url,
@@ -67,17 +73,20 @@ try {
     pathsFor: ENTRIES > 0 ? randomPaths(ENTRIES, 2_000) : randomPaths(HIT_ENTITIES),
     headers: s.auth,
   });
-  for (const s of sides) await warmUp(load(s));
+  const misses = (s: (typeof sides)[number], n: number) =>
+    runLoad({ url: s.gw.url, serverPid: s.gw.pid, headers: s.auth, connections: 16, durationS: 0, amount: n, pathsFor: freshPaths(n) });
+  for (const s of sides) await (MISSES > 0 ? misses(s, 2_000) : warmUp(load(s)));
   for (let i = 0; i < ROUNDS; i++) {
     for (const s of sides) {
-      const r = RATE > 0 ? await hitsAtRate(s.gw.url, s.gw.pid, RATE, DURATION_S, s.auth, i) : await runLoad({ ...load(s), durationS: DURATION_S });
+      const r = MISSES > 0 ? await misses(s, MISSES) : RATE > 0 ? await hitsAtRate(s.gw.url, s.gw.pid, RATE, DURATION_S, s.auth, i) : await runLoad({ ...load(s), durationS: DURATION_S });
       s.rps.push(r.rps);
       s.cpu.push(r.cpuUsPerRequest);
+      s.p50.push(r.p50);
       if (ENTRIES > 0) console.log(`round ${i + 1} ${s.target.dir}: ${r.rps.toFixed(0)} req/s, ${r.cpuUsPerRequest.toFixed(1)} µs, cache.db-wal ${(walBytes(s.dir) / 2 ** 20).toFixed(1)} MiB`);
     }
   }
   for (const s of sides) {
-    console.log(`${[s.target.dir, ...s.target.nodeArgs].join(' ')}: median ${median(s.rps).toFixed(0)} req/s, ${median(s.cpu).toFixed(1)} µs CPU/request (rounds: ${s.cpu.map((c) => c.toFixed(0)).join(', ')})`);
+    console.log(`${[s.target.dir, ...s.target.nodeArgs].join(' ')}: median ${median(s.rps).toFixed(0)} req/s, ${median(s.cpu).toFixed(1)} µs CPU/request (rounds: ${s.cpu.map((c) => c.toFixed(0)).join(', ')}), p50 ${median(s.p50).toFixed(3)} ms`);
   }
   const [a, b] = sides as [(typeof sides)[0], (typeof sides)[0]];
   console.log(`B vs A: throughput ×${(median(b.rps) / median(a.rps)).toFixed(3)}, CPU per request ×${(median(b.cpu) / median(a.cpu)).toFixed(3)}`);

@@ -3,14 +3,19 @@
  * gateway runs with --cpu-prof while closed-loop connections ask for entities never asked for
  * before, as benchmark 9's miss rounds do; the summary is by origin, self time and Tollgate
  * function, in µs per miss. `PROFILE_KEEP=<dir>` copies the .cpuprofile there (for DevTools, or
- * for following a function's callers). Not part of `npm run bench`: a tool for finding a miss's CPU.
+ * for following a function's callers). `PROFILE_SERVER=durable` profiles benchmark 9's anchor
+ * instead (bench/lib/durable-proxy-anchor.ts: bare node:http making the durable writes), and
+ * `PROFILE_SERVER=durable-duties` the same doing a gateway's duties too, under the same load, so
+ * that they can be read side by side. Not part of `npm run bench`: a tool for finding a
+ * miss's CPU.
  */
-import { copyFileSync, readdirSync } from 'node:fs';
+import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { analyze, entryTable } from './lib/cpuprofile.js';
 import { runLoad } from './lib/load.js';
 import { fmt } from './lib/stats.js';
-import { entityPath, startStack } from './lib/stack.js';
+import { startBaseline } from './lib/procs.js';
+import { entityPath, SIM_KEY, startStack } from './lib/stack.js';
 
 const connections = Number(process.argv[2] ?? 16);
 const misses = Number(process.argv[3] ?? 20_000);
@@ -20,7 +25,16 @@ try {
   let next = 7_000_000;
   const fresh = (n: number) => () => Array.from({ length: n }, () => entityPath(next++));
   const dir = join(stack.dir, 'cpu-profile');
-  const gw = await stack.restartGateway(['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const prof = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  // The anchor's response file is read at start and never served (it answers from the provider).
+  const unused = join(stack.dir, 'unused-response.json');
+  const anchor = process.env.PROFILE_SERVER;
+  if (anchor !== undefined && anchor !== 'durable' && anchor !== 'durable-duties') throw new Error(`PROFILE_SERVER=${anchor}: durable or durable-duties`);
+  if (anchor) writeFileSync(unused, JSON.stringify({ status: 200, headers: {}, body: '' }));
+  const anchorDir = join(stack.dir, 'durable-anchor');
+  const gw = anchor
+    ? await startBaseline(unused, `${anchor}:${stack.sim.url}#${SIM_KEY}#${anchorDir}${anchor === 'durable-duties' ? `#${join(stack.dir, 'anchor-requests.log')}` : ''}`, prof)
+    : await stack.restartGateway(prof);
   await runLoad({ url: gw.url, serverPid: gw.pid, headers: stack.auth, connections, durationS: 0, amount: 2000, pathsFor: fresh(2000) });
   const load = await runLoad({ url: gw.url, serverPid: gw.pid, headers: stack.auth, connections, durationS: 0, amount: misses, pathsFor: fresh(misses) });
   await gw.stop();

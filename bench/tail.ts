@@ -52,6 +52,7 @@ export async function tailBench(): Promise<Section> {
     const duties = await startBaseline(file, `duties:${join(stack.dir, 'duties-requests.log')}`);
     const proxy = await startBaseline(file, `proxy:${stack.sim.url}#${SIM_KEY}`);
     const durable = await startBaseline(file, `durable:${stack.sim.url}#${SIM_KEY}#${join(stack.dir, 'durable-anchor')}`);
+    const durableDuties = await startBaseline(file, `durable-duties:${stack.sim.url}#${SIM_KEY}#${join(stack.dir, 'durable-duties-anchor')}#${join(stack.dir, 'durable-duties-requests.log')}`);
     try {
       try {
         nginx = await startNginx(ensureNginx(), { dir: join(stack.dir, 'nginx'), upstreamUrl: stack.sim.url, upstreamAuthorization: `Bearer ${SIM_KEY}` });
@@ -92,14 +93,17 @@ export async function tailBench(): Promise<Section> {
       const sim: Server = { name: 'simulator', url: stack.sim.url, serverPid: stack.sim.pid, headers: { authorization: `Bearer ${SIM_KEY}` }, stall: idleBusy };
       const tgMiss: Server = { ...tg, stall: stallProbe(stack.gw.url) };
       const bareProxy: Server = { name: 'bare node:http proxy', url: proxy.url, serverPid: proxy.pid, headers: stack.auth, stall: idleBusy };
-      const durableProxy: Server = { name: 'bare node:http proxy making the durable writes', url: durable.url, serverPid: durable.pid, headers: stack.auth, stall: idleBusy };
-      const misses = await missesAt(sim, tgMiss, MISS_CONNECTIONS, MISS_ROUNDS, MISS_PER_ROUND, bareProxy, durableProxy);
+      const durableProxy: Server = { name: 'the bare proxy making the durable writes', url: durable.url, serverPid: durable.pid, headers: stack.auth, stall: idleBusy };
+      const dutiesProxy: Server = { name: "the same doing a gateway's duties too", url: durableDuties.url, serverPid: durableDuties.pid, headers: stack.auth, stall: idleBusy };
+      const missAnchors = [bareProxy, durableProxy, dutiesProxy];
+      const misses = await missesAt(sim, tgMiss, MISS_CONNECTIONS, MISS_ROUNDS, MISS_PER_ROUND, missAnchors);
       const missStall = tgMiss.stall!.worst;
       await node.stop();
       await logged.stop();
       await duties.stop();
       await proxy.stop();
       await durable.stop();
+      await durableDuties.stop();
       await nginx?.stop();
       nginx = null;
 
@@ -109,8 +113,9 @@ export async function tailBench(): Promise<Section> {
 
       const added50 = median(misses.map((m) => m.gateway.p50 - m.direct.p50));
       const added99 = median(misses.map((m) => m.gateway.p99 - m.direct.p99));
-      const proxyAdded50 = median(misses.map((m) => m.proxy!.p50 - m.direct.p50));
-      const durableAdded50 = median(misses.map((m) => m.durable!.p50 - m.direct.p50));
+      const [proxyAdded50, durableAdded50, dutiesAdded50] = missAnchors.map((_, i) => median(misses.map((m) => m.anchors[i]!.p50 - m.direct.p50))) as [number, number, number];
+      const missCpu = median(misses.map((m) => m.gateway.cpuUsPerRequest));
+      const dutiesMissCpu = median(misses.map((m) => m.anchors[2]!.cpuUsPerRequest));
       const missFailures = misses.reduce((a, m) => a + m.gateway.non2xx + m.gateway.errors + m.direct.non2xx + m.direct.errors, 0);
       const adminMax = Math.max(...admin.reports.map((w) => w.hits.max));
       const adminStall = Math.max(...admin.reports.map((w) => w.stallMs));
@@ -154,6 +159,9 @@ export async function tailBench(): Promise<Section> {
         // What the durable writes (reservation, settle, cache put; each its own transaction) add on top, written plainly.
         { figure: `Miss latency added, concurrency ${MISS_CONNECTIONS}, median, by a bare node:http proxy making a miss's durable writes`, measured: fmt.ms(durableAdded50), baseline: `${fmt.ms(median(misses.map((m) => m.direct.p50)))} direct`, ratio: null, target: '—', pass: null },
         { figure: `Miss latency added, concurrency ${MISS_CONNECTIONS}, median, Tollgate ÷ that anchor`, measured: fmt.ms(added50), baseline: fmt.ms(durableAdded50), ratio: added50 / durableAdded50, target: '—', pass: null },
+        // And with every request's duties and the provider answer's (its envelope parsed, its charge read) done too.
+        { figure: `Miss latency added, concurrency ${MISS_CONNECTIONS}, median, Tollgate ÷ the same anchor doing a gateway's duties too`, measured: fmt.ms(added50), baseline: fmt.ms(dutiesAdded50), ratio: added50 / dutiesAdded50, target: '—', pass: null },
+        { figure: `Server CPU per miss, concurrency ${MISS_CONNECTIONS}, Tollgate ÷ that anchor`, measured: `${missCpu.toFixed(0)} µs`, baseline: `${dutiesMissCpu.toFixed(0)} µs`, ratio: missCpu / dutiesMissCpu, target: '—', pass: null },
         { figure: `Miss latency added, concurrency ${MISS_CONNECTIONS}, p99`, measured: fmt.ms(added99), baseline: `${fmt.ms(median(misses.map((m) => m.direct.p99)))} direct`, ratio: null, target: '≤ 5 ms', pass: missFailures === 0 && added99 <= 5 },
         { figure: `Hit max while GET /admin/usage runs (${fmt.int(admin.rows)} ledger rows, ${fmt.int(rate)}/s)`, measured: fmt.ms(adminMax), baseline: `${fmt.ms(admin.quiet.hits.max)} without it`, ratio: adminMax / admin.quiet.hits.max, target: '—', pass: null },
         stallRow('hits at saturation', satStall, tg.stall!.bystanderWorst),
@@ -205,9 +213,10 @@ export async function tailBench(): Promise<Section> {
           `**Misses at concurrency ${MISS_CONNECTIONS}**: ${MISS_CONNECTIONS} closed-loop connections, each request an entity never asked for before, ${fmt.int(MISS_PER_ROUND)} straight to the`,
           `simulator, then ${fmt.int(MISS_PER_ROUND)} through a bare node:http proxy (bench/lib/proxy-anchor.ts: undici, forwarding only), then through the same`,
           `proxy making the durable writes a miss obliges (bench/lib/durable-proxy-anchor.ts: reservation, settle with ledger row, rollup and budget counters, cache put;`,
-          `each its own transaction), then through Tollgate, ${MISS_ROUNDS} rounds; added = the percentile through it − the simulator's, median over rounds.`,
+          `each its own transaction), then through that proxy doing a gateway's duties too (the hit anchor's, and the provider answer's envelope parsed and its`,
+          `\`meta.credits_used\` charged), then through Tollgate, ${MISS_ROUNDS} rounds; added = the percentile through it − the simulator's, median over rounds.`,
           '',
-          ...missTable(misses),
+          ...missTable(misses, missAnchors),
           '',
           `**Admin report under load**: a second gateway over a ledger of ${fmt.int(admin.rows)} rows written in bulk (bench/ledger.ts's, ${admin.fillS.toFixed(0)} s), the`,
           `same constant-rate hit load (${fmt.int(rate)}/s, ${admin.failures} failures, generator stall ${fmt.ms(admin.generatorStallMs)}); hits in flight during each window.`,
@@ -235,6 +244,8 @@ export async function tailBench(): Promise<Section> {
       await logged.stop();
       await duties.stop();
       await proxy.stop();
+      await durable.stop();
+      await durableDuties.stop();
       await nginx?.stop();
     }
   } finally {

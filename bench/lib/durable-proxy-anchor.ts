@@ -15,16 +15,26 @@
  * Each write is its own transaction (no group commit), on two files in WAL mode with
  * `synchronous = NORMAL`, as Tollgate's. No key lookup, rate window, envelope, metrics or log line:
  * what it adds over the bare proxy is what the durable writes cost a Node server here.
+ *
+ * With `duties` (baseline-server `durable-duties:URL#KEY#DIR#LOG`, the anchor "… making the durable
+ * writes and doing a gateway's duties") it also does what every request obliges a gateway to do,
+ * as the hit anchor does them (bench/lib/gateway-duties.ts: key hash and rate window, cache key,
+ * ULID request id, three metrics, the request line), and what a provider answer obliges: its
+ * envelope parsed (a JSON object with `data` and `meta`) before it is charged, stored or served,
+ * the charge recorded as the answer's `meta.credits_used` says, and the gateway's request id in
+ * place of the provider's in the body (one splice; the body is never re-serialized).
  */
 import { mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Agent, request } from 'undici';
+import type { Duties, DutyTurn } from './gateway-duties.js';
 
 const KEY_ID = 'key_anchor';
 const TEAM = 'team_anchor';
 const DAY_MS = 86_400_000;
+const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
 function open(file: string, schema: string): Database.Database {
   const db = new Database(file);
@@ -34,7 +44,7 @@ function open(file: string, schema: string): Database.Database {
   return db;
 }
 
-export function durableProxy(upstream: string, providerKey: string, dir: string): { handler: (req: IncomingMessage, res: ServerResponse) => void; close: () => void } {
+export function durableProxy(upstream: string, providerKey: string, dir: string, duties?: Duties): { handler: (req: IncomingMessage, res: ServerResponse) => void; close: () => void } {
   mkdirSync(dir, { recursive: true });
   const main = open(
     join(dir, 'anchor.db'),
@@ -70,26 +80,38 @@ export function durableProxy(upstream: string, providerKey: string, dir: string)
   const dispatcher = new Agent({ connections: 64, keepAliveTimeout: 30_000 });
   const authorization = `Bearer ${providerKey}`;
   let n = 0;
-  const answer = (res: ServerResponse, status: number, body: string) => {
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)) });
+  const answer = (res: ServerResponse, status: number, body: string, d: DutyTurn | null) => {
+    res.writeHead(status, d ? duties!.headers(d, JSON_TYPE, body) : { 'content-type': JSON_TYPE['content-type'], 'content-length': String(Buffer.byteLength(body)) });
     res.end(body);
   };
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const path = req.url!;
-    const held = read.get(path);
-    if (held) return answer(res, 200, held.data);
-    const id = `req_anchor_${process.pid}_${n++}`;
+    const d = duties ? duties.begin(req) : null;
+    const done = d && ((cache: 'HIT' | 'MISS', credits: number) => duties!.end(d, path, req.socket.remoteAddress ?? '', cache, credits));
+    const held = read.get(d ? d.cacheKey : path);
+    if (held) {
+      answer(res, 200, d ? withId(held.data, d.id) : held.data, d);
+      return done?.('HIT', 0);
+    }
+    const id = d ? d.id : `req_anchor_${process.pid}_${n++}`;
     reserve.run(id, Date.now(), KEY_ID, path);
     const t0 = performance.now();
     request(`${upstream}${path}`, { dispatcher, headers: { authorization } }).then(
       async (r) => {
-        const body = await r.body.text();
-        const credits = r.statusCode === 200 ? 1 : 0;
+        let body = await r.body.text();
+        let credits = r.statusCode === 200 ? 1 : 0;
+        if (d && r.statusCode === 200) {
+          const charged = reportedCredits(body);
+          if (charged === null) return answer(res, 502, '{"error":"invalid provider answer"}', d);
+          credits = charged;
+        }
         settle(id, Date.now(), path, r.statusCode, credits, performance.now() - t0);
-        if (r.statusCode === 200) store.run(path, body, Date.now());
-        answer(res, r.statusCode, body);
+        if (r.statusCode === 200) store.run(d ? d.cacheKey : path, body, Date.now());
+        if (d) body = withId(body, d.id);
+        answer(res, r.statusCode, body, d);
+        done?.('MISS', credits);
       },
-      () => answer(res, 502, '{"error":"provider unreachable"}'),
+      () => answer(res, 502, '{"error":"provider unreachable"}', d),
     );
   };
   return {
@@ -100,4 +122,21 @@ export function durableProxy(upstream: string, providerKey: string, dir: string)
       void dispatcher.close();
     },
   };
+}
+
+/** The provider's envelope, `{"request_id":"…",…}`, with the gateway's request id in place of its own. */
+function withId(body: string, id: string): string {
+  const open = '{"request_id":"';
+  return body.startsWith(open) ? open + id + body.slice(body.indexOf('"', open.length)) : body;
+}
+
+/** An answer's envelope checked (a JSON object with `data` and `meta` objects) and its charge read; null when it is not one. */
+function reportedCredits(body: string): number | null {
+  try {
+    const parsed = JSON.parse(body) as { data?: unknown; meta?: { credits_used?: unknown } } | null;
+    if (typeof parsed?.data !== 'object' || typeof parsed.meta !== 'object' || parsed.meta === null) return null;
+    return Number(parsed.meta.credits_used ?? 0);
+  } catch {
+    return null;
+  }
 }

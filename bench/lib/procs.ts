@@ -164,7 +164,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
 }
 
 /** A baseline server (bench/baseline-server.ts) that answers every request with the given bytes. */
-export async function startBaseline(responseFile: string, mode: 'node' | 'fastify' | `work:${number}` | `logged:${string}` | `duties:${string}` | `proxy:${string}` | `durable:${string}` | `sqlite:${string}` | `memory:${string}` = 'node', nodeArgs: readonly string[] = []): Promise<Child> {
+export async function startBaseline(responseFile: string, mode: 'node' | 'fastify' | `work:${number}` | `logged:${string}` | `duties:${string}` | `proxy:${string}` | `durable:${string}` | `durable-duties:${string}` | `sqlite:${string}` | `memory:${string}` = 'node', nodeArgs: readonly string[] = []): Promise<Child> {
   const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench', 'baseline-server.ts'), responseFile, mode], {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: ROOT,

@@ -111,44 +111,37 @@ export async function pace(servers: Server[], rate: number, entities: number, ro
 export interface MissRound {
   direct: LoadResult;
   gateway: LoadResult;
-  /** Through the bare proxy anchor, when there is one. */
-  proxy: LoadResult | null;
-  /** Through the bare proxy making the durable writes (lib/durable-proxy-anchor.ts), when there is one. */
-  durable: LoadResult | null;
+  /** Through each anchor given to missesAt, in its order. */
+  anchors: LoadResult[];
 }
 
 /**
  * Misses at `connections` concurrent connections (closed loop), each request an entity never
- * asked for before, straight to the simulator, through the bare proxy (when given) and through
- * Tollgate in turn.
+ * asked for before, straight to the simulator, through each anchor and through Tollgate in turn.
  */
-export async function missesAt(direct: Server, gateway: Server, connections: number, rounds: number, perRound: number, proxy: Server | null = null, durable: Server | null = null): Promise<MissRound[]> {
+export async function missesAt(direct: Server, gateway: Server, connections: number, rounds: number, perRound: number, anchors: readonly Server[] = []): Promise<MissRound[]> {
   let next = 5_000_000;
   const fresh = (count: number) => () => Array.from({ length: count }, () => entityPath(next++));
   const load = (s: Server, n: number) => runLoad({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections, durationS: 0, amount: n, pathsFor: fresh(n) });
   const one = (s: Server, n: number) => probed(s, () => load(s, n));
-  await load(direct, perRound / 4);
-  await load(gateway, perRound / 4);
-  if (proxy) await load(proxy, perRound / 4);
-  if (durable) await load(durable, perRound / 4);
+  for (const s of [direct, gateway, ...anchors]) await load(s, perRound / 4);
   const out: MissRound[] = [];
   for (let i = 0; i < rounds; i++) {
     progress(`tail: misses at concurrency ${connections}, round ${i + 1}/${rounds}`);
     const d = await one(direct, perRound);
-    const p = proxy ? await one(proxy, perRound) : null;
-    const w = durable ? await one(durable, perRound) : null;
-    out.push({ direct: d, proxy: p, durable: w, gateway: await one(gateway, perRound) });
+    const through: LoadResult[] = [];
+    for (const a of anchors) through.push(await one(a, perRound));
+    out.push({ direct: d, anchors: through, gateway: await one(gateway, perRound) });
   }
   return out;
 }
 
 /** Benchmark 9's misses table: per round, each server's p50 / p99, what it added to the direct call, and its CPU per miss. */
-export function missTable(misses: readonly MissRound[]): string[] {
-  const via = (r: LoadResult | null, d: LoadResult) =>
-    r ? `${fmt.ms(r.p50)} / ${fmt.ms(r.p99)} (${fmt.ms(r.p50 - d.p50)} / ${fmt.ms(r.p99 - d.p99)}; ${r.cpuUsPerRequest.toFixed(0)} µs)` : '—';
+export function missTable(misses: readonly MissRound[], anchors: readonly Server[]): string[] {
+  const via = (r: LoadResult, d: LoadResult) => `${fmt.ms(r.p50)} / ${fmt.ms(r.p99)} (${fmt.ms(r.p50 - d.p50)} / ${fmt.ms(r.p99 - d.p99)}; ${r.cpuUsPerRequest.toFixed(0)} µs)`;
   return [
-    '| Round | Direct p50 / p99 | Via a bare node:http proxy p50 / p99 (added; CPU per miss) | Via the bare proxy making the durable writes | Via Tollgate |',
-    '|---|---|---|---|---|',
-    ...misses.map((m, i) => `| ${i + 1} | ${fmt.ms(m.direct.p50)} / ${fmt.ms(m.direct.p99)} | ${via(m.proxy, m.direct)} | ${via(m.durable, m.direct)} | ${via(m.gateway, m.direct)} |`),
+    `| Round | Direct p50 / p99 | ${anchors.map((a) => `Via ${a.name}`).join(' | ')} | Via Tollgate p50 / p99 (added; CPU per miss) |`,
+    `|---|---|${anchors.map(() => '---|').join('')}---|`,
+    ...misses.map((m, i) => `| ${i + 1} | ${fmt.ms(m.direct.p50)} / ${fmt.ms(m.direct.p99)} | ${m.anchors.map((a) => via(a, m.direct)).join(' | ')} | ${via(m.gateway, m.direct)} |`),
   ];
 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { gatewayDuties } from '../../bench/lib/gateway-duties.js';
+import { gatewayDuties, gatewayDutiesOf } from '../../bench/lib/gateway-duties.js';
 import { nginxConfig } from '../../bench/lib/nginx.js';
 import Database from 'better-sqlite3';
 import { durableProxy } from '../../bench/lib/durable-proxy-anchor.js';
@@ -229,6 +229,46 @@ describe('durableProxy: the anchor that forwards a miss and makes its durable wr
       expect(count('SELECT SUM(requests) AS n FROM usage_daily')).toBe(1);
       expect(count('SELECT COUNT(*) AS n FROM credit_usage WHERE used = 1')).toBe(6);
       db.close();
+    } finally {
+      anchor.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("durableProxy with duties: the miss anchor doing a gateway's duties too", () => {
+  it("charges what the answer says it cost, answers with its own request id, keys the cache by the sorted query and writes a request line per answer", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-durable-duties-'));
+    let calls = 0;
+    const upstream = await listen((req, res) => {
+      calls++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"request_id":"req_provider_1","data":{"url":"${req.url}","id":12345678901234567890},"meta":{"credits_used":3}}`);
+    });
+    const anchor = durableProxy(upstream, 'provider_key_0123', dir, gatewayDutiesOf(join(dir, 'lines.log')));
+    try {
+      const url = await listen(anchor.handler);
+      const auth = { authorization: 'Bearer tg_secret_of_a_key' };
+      const first = await fetch(`${url}/v1/profile?person.id=9&strategy=cached`, { headers: auth });
+      const id = first.headers.get('x-request-id')!;
+      expect(id).toMatch(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
+      // The body is spliced, never re-serialized: the 20-digit id keeps its digits.
+      expect(await first.text()).toBe(`{"request_id":"${id}","data":{"url":"/v1/profile?person.id=9&strategy=cached","id":12345678901234567890},"meta":{"credits_used":3}}`);
+      // The same query in another order is the same cache entry: no second call.
+      const again = await fetch(`${url}/v1/profile?strategy=cached&person.id=9`, { headers: auth });
+      const againId = again.headers.get('x-request-id')!;
+      expect([againId === id, (JSON.parse(await again.text()) as { request_id: string }).request_id]).toEqual([false, againId]);
+      expect(calls).toBe(1);
+      const db = new Database(join(dir, 'anchor.db'), { readonly: true });
+      expect(db.prepare('SELECT request_id, credits FROM ledger').all()).toEqual([{ request_id: id, credits: 3 }]);
+      expect((db.prepare("SELECT used FROM credit_usage WHERE scope = '*' AND period = 'day'").get() as { used: number }).used).toBe(3);
+      db.close();
+      await new Promise((r) => setImmediate(r));
+      const lines = readFileSync(join(dir, 'lines.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { request_id: string; cache: string; credits: number });
+      expect(lines.map((l) => [l.request_id, l.cache, l.credits])).toEqual([
+        [id, 'MISS', 3],
+        [againId, 'HIT', 0],
+      ]);
     } finally {
       anchor.close();
       rmSync(dir, { recursive: true, force: true });
