@@ -57,6 +57,11 @@ const charge = (e: CacheEntry) =>
 /** Another connection's commit is looked for once a look is LOOK_INTERVAL_MS old (DataVersionWatch), as the CLI waits before it returns. */
 const afterCliReturned = () => outlastLooks();
 const noneDead = () => 0;
+/** Two reads of entry `i` in a row: the second takes it into a full memory (HotEntries.admit). */
+const readTwice = (cache: CacheStore, i: number) => {
+  cache.get(entry(i).key);
+  cache.get(entry(i).key);
+};
 const rowidOf = (db: DB, key: string) => db.prepare<[string], number>('SELECT rowid FROM entries WHERE key = ?').pluck().get(key);
 
 describe('CacheStore: entries held in memory', () => {
@@ -166,15 +171,19 @@ describe('CacheStore: entries held in memory', () => {
     for (const i of [1, 2, 3]) cache.put(entry(i));
     expect(cache.memoryUsage()).toEqual({ entries: 3, bytes: 3 * one, maxBytes: 3 * one + 10 });
     cache.get(entry(1).key); // 1 is now the most recently used: 2 goes first
-    cache.put(entry(4));
+    cache.put(entry(4)); // written to a full memory: not taken in
+    expect([1, 2, 3, 4].map((i) => cache.holds(entry(i).key))).toEqual([true, true, true, false]);
+    readTwice(cache, 4); // its second read takes it in
     expect([1, 2, 3, 4].map((i) => cache.holds(entry(i).key))).toEqual([true, false, true, true]);
     cache.get(entry(3).key);
     cache.put(entry(5));
+    readTwice(cache, 5);
     expect([1, 3, 4, 5].map((i) => cache.holds(entry(i).key))).toEqual([false, true, true, true]);
     expect(cache.memoryUsage().bytes).toBeLessThanOrEqual(3 * one + 10);
-    // Bigger entries: the bound still holds after every put.
+    // Bigger entries: the bound still holds after every put and every read that takes one in.
     for (let i = 10; i < 40; i++) {
       cache.put(entry(i, { data: 'y'.repeat((i * 97) % 900) }));
+      readTwice(cache, i);
       const m = cache.memoryUsage();
       expect(m.bytes).toBeLessThanOrEqual(m.maxBytes);
     }
@@ -192,12 +201,31 @@ describe('CacheStore: entries held in memory', () => {
     probe.purge({ all: true });
     const { cache } = store(2 * one);
     for (const i of [1, 2, 3]) cache.put(entry(i));
-    expect(cache.holds(entry(1).key)).toBe(false); // dropped when 3 came in
-    expect(cache.get(entry(1).key)).not.toBeNull();
-    expect(cache.holds(entry(1).key)).toBe(false);
-    expect(cache.get(entry(1).key)).not.toBeNull();
+    expect([1, 2, 3].map((i) => cache.holds(entry(i).key))).toEqual([true, true, false]); // 3 found it full
+    expect(cache.get(entry(3).key)).not.toBeNull();
+    expect(cache.holds(entry(3).key)).toBe(false);
+    expect(cache.get(entry(3).key)).not.toBeNull();
+    expect(cache.holds(entry(3).key)).toBe(true);
+    expect(cache.holds(entry(1).key)).toBe(false); // the least recently used went
+  });
+
+  it('a full memory is not emptied by entries written once (one-off lookups), and a write replaces an entry it holds', () => {
+    const probe = store(0).cache;
+    probe.put(entry(1));
+    const one = charge(probe.get(entry(1).key)!);
+    probe.purge({ all: true });
+    const { cache } = store(2 * one);
+    cache.put(entry(1));
+    cache.put(entry(2));
+    for (let i = 10; i < 60; i++) cache.put(entry(i));
+    expect([1, 2].map((i) => cache.holds(entry(i).key))).toEqual([true, true]);
+    expect(cache.memoryUsage().entries).toBe(2);
+    // Each written entry is served, from SQLite.
+    expect(cache.get(entry(42).key)!.identity).toBe('profile:person.id:42');
+    // A newer answer for a held entry is held in its place.
+    cache.put(entry(1, { data: '{"person_id":"1","v":2}', storedAt: 5_000, freshAsOf: 5_000 }));
     expect(cache.holds(entry(1).key)).toBe(true);
-    expect(cache.holds(entry(2).key)).toBe(false); // the least recently used went
+    expect(cache.get(entry(1).key)!.data).toBe('{"person_id":"1","v":2}');
   });
 
   it('with memoryMaxBytes 0 nothing is held', () => {

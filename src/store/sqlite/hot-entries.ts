@@ -72,9 +72,16 @@ export class HotEntries {
     if (this.admit(e)) this.remember(entryOf(e, e.size, e.id));
   }
 
-  /** An entry just written: held as it is, replacing any held for its key. */
+  /**
+   * An entry just written: held as it is in place of one held for its key (so that a popular
+   * entry refreshed stays in memory), or when memory has room. A full memory does not take an
+   * entry it does not hold: it is read from SQLite until reads admit it (`admit`), as any entry
+   * is. Otherwise every miss would push a held entry out, and a run of one-off lookups (a batch
+   * job enriching a list, say) would empty memory of the entries other callers keep reading,
+   * each pushed-out entry old-generation garbage for the collector.
+   */
   put(e: StoredEntry): void {
-    this.remember(e);
+    if (this.memory.has(e.key) || this.memoryBytes + memoryCharge(e) <= this.maxBytes) this.remember(e);
   }
 
   forget(key: string): void {
