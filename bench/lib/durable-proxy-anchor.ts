@@ -100,11 +100,13 @@ export function durableProxy(upstream: string, providerKey: string, dir: string,
       async (r) => {
         let body = await r.body.text();
         let credits = r.statusCode === 200 ? 1 : 0;
-        if (d && r.statusCode === 200) {
-          const charged = reportedCredits(body);
-          if (charged === null) return answer(res, 502, '{"error":"invalid provider answer"}', d);
-          credits = charged;
+        const charged = d && r.statusCode === 200 ? reportedCredits(body) : credits;
+        if (charged === null) {
+          // Not an answer to store or serve; the call is settled all the same (charged as nothing here).
+          settle(id, Date.now(), path, 502, 0, performance.now() - t0);
+          return answer(res, 502, '{"error":"invalid provider answer"}', d);
         }
+        credits = charged;
         settle(id, Date.now(), path, r.statusCode, credits, performance.now() - t0);
         if (r.statusCode === 200) store.run(d ? d.cacheKey : path, body, Date.now());
         if (d) body = withId(body, d.id);

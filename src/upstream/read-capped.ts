@@ -6,8 +6,8 @@ import type { Readable } from 'node:stream';
  * (code ECONNRESET), as one that errors does.
  *
  * Read with listeners, not `for await`: the async iterator and the end-of-stream watcher it
- * builds cost each provider answer ~6 µs of CPU (bench/profile-miss.ts), a miss's whole
- * reading of the body otherwise.
+ * builds cost each provider answer ~6 µs of CPU (bench/profile-miss.ts), more than reading
+ * the body itself.
  */
 export function readCapped(body: Readable, max: number): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {

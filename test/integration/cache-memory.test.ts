@@ -57,6 +57,14 @@ const charge = (e: CacheEntry) =>
 /** Another connection's commit is looked for once a look is LOOK_INTERVAL_MS old (DataVersionWatch), as the CLI waits before it returns. */
 const afterCliReturned = () => outlastLooks();
 const noneDead = () => 0;
+/** What one test entry is charged in memory, measured on a store that holds nothing (and left empty). */
+const entryCharge = () => {
+  const probe = store(0).cache;
+  probe.put(entry(1));
+  const one = charge(probe.get(entry(1).key)!);
+  probe.purge({ all: true });
+  return one;
+};
 /** Two reads of entry `i` in a row: the second takes it into a full memory (HotEntries.admit). */
 const readTwice = (cache: CacheStore, i: number) => {
   cache.get(entry(i).key);
@@ -163,10 +171,7 @@ describe('CacheStore: entries held in memory', () => {
   });
 
   it('keeps within its byte bound, dropping the least recently used first', () => {
-    const probe = store(0).cache;
-    probe.put(entry(1));
-    const one = charge(probe.get(entry(1).key)!);
-    probe.purge({ all: true });
+    const one = entryCharge();
     const { cache } = store(3 * one + 10);
     for (const i of [1, 2, 3]) cache.put(entry(i));
     expect(cache.memoryUsage()).toEqual({ entries: 3, bytes: 3 * one, maxBytes: 3 * one + 10 });
@@ -195,10 +200,7 @@ describe('CacheStore: entries held in memory', () => {
   });
 
   it('a full memory takes an entry read from SQLite on its second read, not its first', () => {
-    const probe = store(0).cache;
-    probe.put(entry(1));
-    const one = charge(probe.get(entry(1).key)!);
-    probe.purge({ all: true });
+    const one = entryCharge();
     const { cache } = store(2 * one);
     for (const i of [1, 2, 3]) cache.put(entry(i));
     expect([1, 2, 3].map((i) => cache.holds(entry(i).key))).toEqual([true, true, false]); // 3 found it full
@@ -210,10 +212,7 @@ describe('CacheStore: entries held in memory', () => {
   });
 
   it('a full memory is not emptied by entries written once (one-off lookups), and a write replaces an entry it holds', () => {
-    const probe = store(0).cache;
-    probe.put(entry(1));
-    const one = charge(probe.get(entry(1).key)!);
-    probe.purge({ all: true });
+    const one = entryCharge();
     const { cache } = store(2 * one);
     cache.put(entry(1));
     cache.put(entry(2));
