@@ -1,4 +1,5 @@
 import type { CacheEntry } from '../../domain/cache-entry.js';
+import { AdmissionFilter, stringHash } from '../admission-filter.js';
 
 /** What an entry held is charged beyond its text: the objects, the map slot. */
 const OVERHEAD = 256;
@@ -13,13 +14,21 @@ function charge(e: CacheEntry): number {
  * Recently used cache entries in this replica's memory, least recently used dropped first,
  * bounded by the heap they are charged. A Map keeps insertion order, so re-inserting on use
  * makes its first key the least recently used.
+ *
+ * A full tier takes in an entry it does not hold only when the entry comes twice in a short
+ * while (read from the database, or stored by this replica), as the embedded backend's memory
+ * does (src/store/sqlite/hot-entries.ts): a run of one-off lookups (a batch job enriching a
+ * list) must not push out what other callers keep reading.
  */
 export class MemoryTier {
   private readonly held = new Map<string, { entry: CacheEntry; charge: number }>();
   private bytes = 0;
+  private readonly admission: AdmissionFilter;
 
   /** `maxBytes` 0 holds nothing. */
-  constructor(readonly maxBytes: number) {}
+  constructor(readonly maxBytes: number) {
+    this.admission = new AdmissionFilter(maxBytes);
+  }
 
   get(key: string): CacheEntry | undefined {
     const h = this.held.get(key);
@@ -29,10 +38,20 @@ export class MemoryTier {
     return h.entry;
   }
 
-  put(entry: CacheEntry): void {
-    this.forget(entry.key);
+  /** Whether `key`'s entry is held (without counting as a use). */
+  has(key: string): boolean {
+    return this.held.has(key);
+  }
+
+  /**
+   * An entry read from the database, or stored by this replica: held in place of one held for
+   * its key when `replaces`; otherwise held when there is room, or when it came lately too.
+   */
+  offer(entry: CacheEntry, replaces = false): void {
     const c = charge(entry);
-    if (c > this.maxBytes) return;
+    if (c > this.maxBytes) return this.forget(entry.key);
+    if (!replaces && !this.held.has(entry.key) && this.bytes + c > this.maxBytes && !this.admission.cameAgain(stringHash(entry.key))) return;
+    this.forget(entry.key);
     this.held.set(entry.key, { entry, charge: c });
     this.bytes += c;
     for (const [key, h] of this.held) {

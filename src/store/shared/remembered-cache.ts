@@ -58,7 +58,7 @@ export class RememberedCache implements ResponseCache {
     r.n++;
     const done = (e: CacheEntry | null) => {
       if (--r.n === 0) this.reading.delete(key);
-      if (e && !r.changed && epoch === this.epoch) this.tier.put(e);
+      if (e && !r.changed && epoch === this.epoch) this.tier.offer(e);
       return e;
     };
     return this.shared.get(key).then(done, (err: unknown) => {
@@ -68,6 +68,8 @@ export class RememberedCache implements ResponseCache {
   }
 
   async put(entry: NewEntry): Promise<boolean> {
+    // A popular entry refreshed stays in memory: the new answer replaces it there below.
+    const wasHeld = this.tier.has(entry.key);
     // Forgotten first: were the write to fail, the entry held would be older than what was fetched.
     this.forget(entry.key);
     // Counted before the write is sent: its notification may come before the write's answer.
@@ -87,7 +89,7 @@ export class RememberedCache implements ResponseCache {
     // Not stored (a fresher entry is held, notified all the same): the next get reads that one.
     if (!stored) return false;
     const { calledAt: _calledAt, ...held } = entry;
-    this.tier.put({ ...held, size: sizeOf(entry) });
+    this.tier.offer({ ...held, size: sizeOf(entry) }, wasHeld);
     return true;
   }
 

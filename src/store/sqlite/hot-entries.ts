@@ -1,3 +1,4 @@
+import { AdmissionFilter } from '../admission-filter.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
 
 /**
@@ -31,22 +32,12 @@ export class HotEntries {
   private head: Held | null = null;
   private tail: Held | null = null;
   private memoryBytes = 0;
-  /**
-   * Admission filter of a full memory: the rowids of entries read from SQLite once lately, one
-   * slot each (direct-mapped, overwritten). An entry is taken into a full memory only when it
-   * is read a second time while its rowid is still there, so that hits spread evenly over far
-   * more entries than memory holds do not churn it (entries that live a while and then die
-   * cost the garbage collector more than the read they save).
-   */
-  private readonly seen: Float64Array;
-  private readonly seenShift: number;
+  /** Which entries a full memory takes in: those that came twice lately, read or stored (AdmissionFilter). */
+  private readonly admission: AdmissionFilter;
 
   /** `maxBytes` 0 holds nothing. */
   constructor(readonly maxBytes: number) {
-    // About one slot per entry or two that memory holds: an entry must come back soon to be let in.
-    const bits = Math.max(4, Math.ceil(Math.log2(maxBytes / 4096 + 1)));
-    this.seen = new Float64Array(2 ** bits);
-    this.seenShift = 32 - bits;
+    this.admission = new AdmissionFilter(maxBytes);
   }
 
   /** The entry held for `key`, now the most recently used, or undefined. */
@@ -74,14 +65,14 @@ export class HotEntries {
 
   /**
    * An entry just written: held as it is in place of one held for its key (so that a popular
-   * entry refreshed stays in memory), or when memory has room. A full memory does not take an
-   * entry it does not hold: it is read from SQLite until reads admit it (`admit`), as any entry
-   * is. Otherwise every miss would push a held entry out, and a run of one-off lookups (a batch
-   * job enriching a list, say) would empty memory of the entries other callers keep reading,
-   * each pushed-out entry old-generation garbage for the collector.
+   * entry refreshed stays in memory), or when memory has room. A full memory takes in an entry
+   * it does not hold only when it comes a second time lately (`admit`: stored, then read, say),
+   * as shared-backend replicas do (src/store/shared/memory-tier.ts). Otherwise every miss would
+   * push a held entry out, and a run of one-off lookups (a batch job enriching a list) would
+   * empty memory of the entries other callers keep reading.
    */
   put(e: StoredEntry): void {
-    if (this.memory.has(e.key) || this.memoryBytes + memoryCharge(e) <= this.maxBytes) this.remember(e);
+    if (this.memory.has(e.key) || this.admit(e)) this.remember(e);
   }
 
   forget(key: string): void {
@@ -100,18 +91,12 @@ export class HotEntries {
     return { entries: this.memory.size, bytes: this.memoryBytes, maxBytes: this.maxBytes };
   }
 
-  /** Whether an entry just read from SQLite should be held in memory. */
+  /** Whether an entry just read from SQLite or stored should be held in memory. */
   private admit(e: StoredEntry): boolean {
     if (this.maxBytes === 0) return false;
     if (this.memoryBytes + memoryCharge(e) <= this.maxBytes) return true;
-    const rowid = e.id;
-    const slot = Math.imul(rowid, 0x9e3779b1) >>> this.seenShift;
-    if (this.seen[slot] === rowid) {
-      this.seen[slot] = 0;
-      return true;
-    }
-    this.seen[slot] = rowid;
-    return false;
+    // Rowids below 2^32 hash apart: the multiplication is a bijection on 32-bit integers.
+    return this.admission.cameAgain(Math.imul(e.id, 0x9e3779b1));
   }
 
   private remember(e: StoredEntry): void {
