@@ -1,14 +1,5 @@
 import type { CacheEntry } from '../../domain/cache-entry.js';
-import { AdmissionFilter, stringHash } from '../admission-filter.js';
-
-/** What an entry held is charged beyond its text: the objects, the map slot. */
-const OVERHEAD = 256;
-
-/** The heap an entry takes at most: V8 keeps a string with any character beyond Latin-1 at two bytes a character. */
-function charge(e: CacheEntry): number {
-  const chars = (x: string | null) => (x === null ? 0 : x.length);
-  return 2 * (chars(e.key) + chars(e.endpoint) + chars(e.identity) + chars(e.data) + chars(e.meta) + chars(e.errorCode) + chars(e.errorMessage)) + OVERHEAD;
-}
+import { AdmissionFilter, memoryCharge, stringHash } from '../memory-tiers.js';
 
 /**
  * Recently used cache entries in this replica's memory, least recently used dropped first,
@@ -48,8 +39,11 @@ export class MemoryTier {
    * its key when `replaces`; otherwise held when there is room, or when it came lately too.
    */
   offer(entry: CacheEntry, replaces = false): void {
-    const c = charge(entry);
-    if (c > this.maxBytes) return this.forget(entry.key);
+    const c = memoryCharge(entry);
+    if (c > this.maxBytes) {
+      this.forget(entry.key);
+      return;
+    }
     if (!replaces && !this.held.has(entry.key) && this.bytes + c > this.maxBytes && !this.admission.cameAgain(stringHash(entry.key))) return;
     this.forget(entry.key);
     this.held.set(entry.key, { entry, charge: c });

@@ -6,7 +6,6 @@ export interface Held {
   readonly scopes: readonly string[];
   readonly estimate: number;
   amount: number;
-  readonly ts: number;
   /** The byScope keys it adds to: each scope, and each scope's periods from `ts`. Built once, at hold. */
   readonly keys: readonly string[];
 }
@@ -50,7 +49,7 @@ export class HeldCredits {
       keys.push(s);
       for (const p of PERIODS) keys.push(periodKey(s, p, r.ts));
     }
-    this.byRequest.set(r.requestId, { scopes, estimate: r.estimate, amount: r.estimate, ts: r.ts, keys });
+    this.byRequest.set(r.requestId, { scopes, estimate: r.estimate, amount: r.estimate, keys });
     this.add(keys, r.estimate);
   }
 

@@ -1,4 +1,4 @@
-import { AdmissionFilter } from '../admission-filter.js';
+import { AdmissionFilter, memoryCharge } from '../memory-tiers.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
 
 /**
@@ -6,17 +6,6 @@ import { entryOf, type StoredEntry } from './cache-entry.js';
  * 16 MiB saved no more CPU than 4 MiB (Zipf 1.1 traffic) but cost ~50 MB more RSS.
  */
 export const DEFAULT_MEMORY_MAX_BYTES = 4 * 1024 * 1024;
-/** What an entry held in memory is charged beyond its text: the objects, the map slot. */
-const MEMORY_OVERHEAD = 256;
-
-/**
- * The heap an entry held in memory takes, at most: V8 keeps a string with any character
- * beyond Latin-1 at two bytes per character (a profile with one "…" in it is such a string).
- */
-function memoryCharge(e: StoredEntry): number {
-  const chars = (x: string | null) => (x === null ? 0 : x.length);
-  return 2 * (chars(e.key) + chars(e.endpoint) + chars(e.identity) + chars(e.data) + chars(e.meta) + chars(e.errorCode) + chars(e.errorMessage)) + MEMORY_OVERHEAD;
-}
 
 /**
  * CacheStore's in-memory copy of cache.db's recently read or written entries, bounded by the

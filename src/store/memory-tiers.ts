@@ -1,3 +1,22 @@
+import type { CacheEntry } from '../domain/cache-entry.js';
+
+/*
+ * What the two in-memory cache tiers share (HotEntries on the embedded backend, MemoryTier on a
+ * shared-backend replica): the heap an entry is charged, and the admission filter of a full tier.
+ */
+
+/** What an entry held in memory is charged beyond its text: the objects, the map slot. */
+const MEMORY_OVERHEAD = 256;
+
+/**
+ * The heap an entry held in memory takes, at most: V8 keeps a string with any character
+ * beyond Latin-1 at two bytes per character (a profile with one "…" in it is such a string).
+ */
+export function memoryCharge(e: CacheEntry): number {
+  const chars = (x: string | null) => (x === null ? 0 : x.length);
+  return 2 * (chars(e.key) + chars(e.endpoint) + chars(e.identity) + chars(e.data) + chars(e.meta) + chars(e.errorCode) + chars(e.errorMessage)) + MEMORY_OVERHEAD;
+}
+
 /**
  * The admission filter of a full in-memory cache tier (HotEntries on the embedded backend,
  * MemoryTier on a shared-backend replica): the 32-bit hashes of entries that came once lately,
