@@ -24,9 +24,9 @@
  *            (bench/lib/sqlite-anchor.ts); memory:DB the same rows read into a Map at startup and answered
  *            from it. Benchmark 4's anchor: what a random row of a large cache.db costs any Node server.
  * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N|logged:F|duties:F|proxy:U#K|durable:U#K#D|durable-duties:U#K#D#F|sqlite:DB|memory:DB]
- * (sqlite and memory answer from DB alone: their response file is not read.)
+ * (proxy, durable, durable-duties, sqlite and memory do not serve recorded bytes: their response file is not read.)
  */
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
@@ -37,8 +37,17 @@ import { sqliteAnchor } from './lib/sqlite-anchor.js';
 
 const mode = process.argv[3] ?? 'node';
 const fromDb = /^(sqlite|memory):/.exec(mode);
-const captured = fromDb ? ({ status: 200, headers: {}, body: '' } as Captured) : (JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Captured);
+const recorded = !fromDb && !/^(proxy|durable|durable-duties):/.test(mode);
+const captured = recorded ? (JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Captured) : ({ status: 200, headers: {}, body: '' } as Captured);
 const ready = (port: number) => process.stdout.write(`listening ${port}\n`);
+
+/** A node:http server for `handler` on a loopback port, reported on stdout; SIGTERM closes it, then `close`. */
+function serve(handler: RequestListener, close: () => void = () => {}): void {
+  const server = createServer(handler);
+  server.keepAliveTimeout = 5_000;
+  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+  process.once('SIGTERM', () => server.close(() => (close(), process.exit(0))));
+}
 
 if (mode === 'fastify') {
   const app = Fastify({ logger: false, keepAliveTimeout: 5_000 });
@@ -50,23 +59,14 @@ if (mode === 'fastify') {
   process.once('SIGTERM', () => void app.close().then(() => process.exit(0)));
 } else if (fromDb) {
   const anchor = sqliteAnchor(mode.slice(fromDb[0].length), fromDb[1] as 'sqlite' | 'memory');
-  const server = createServer(anchor.handler);
-  server.keepAliveTimeout = 5_000;
-  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
-  process.once('SIGTERM', () => server.close(() => (anchor.close(), process.exit(0))));
+  serve(anchor.handler, anchor.close);
 } else if (mode.startsWith('durable:') || mode.startsWith('durable-duties:')) {
   const [upstream, key, dir, log] = mode.slice(mode.indexOf(':') + 1).split('#') as [string, string, string, string?];
   const anchor = durableProxy(upstream, key, dir, log === undefined ? undefined : gatewayDutiesOf(log));
-  const server = createServer(anchor.handler);
-  server.keepAliveTimeout = 5_000;
-  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
-  process.once('SIGTERM', () => server.close(() => (anchor.close(), process.exit(0))));
+  serve(anchor.handler, anchor.close);
 } else if (mode.startsWith('duties:') || mode.startsWith('proxy:')) {
   const [upstream, key] = mode.slice(6).split('#') as [string, string];
-  const server = createServer(mode.startsWith('duties:') ? gatewayDuties(captured, mode.slice(7)) : bareProxy(upstream, key));
-  server.keepAliveTimeout = 5_000;
-  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
-  process.once('SIGTERM', () => server.close(() => process.exit(0)));
+  serve(mode.startsWith('duties:') ? gatewayDuties(captured, mode.slice(7)) : bareProxy(upstream, key));
 } else {
   const body = Buffer.from(captured.body);
   const headers = { ...captured.headers, 'content-length': String(body.length) };
@@ -74,7 +74,7 @@ if (mode === 'fastify') {
   const line = mode.startsWith('logged:') ? requestLine(mode.slice(7)) : null;
   let n = 0;
   const log = line && ((url: string, ip: string, t0: number) => line(url, ip, t0, `req_01KBASELINE${String(n++).padStart(15, '0')}`, 'key_01KBASELINE'));
-  const server = createServer((req, res) => {
+  serve((req, res) => {
     if (workMs > 0) {
       const until = performance.now() + workMs;
       while (performance.now() < until);
@@ -84,7 +84,4 @@ if (mode === 'fastify') {
     res.end(body);
     log?.(req.url!, req.socket.remoteAddress ?? '', t0);
   });
-  server.keepAliveTimeout = 5_000;
-  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
-  process.once('SIGTERM', () => server.close(() => process.exit(0)));
 }

@@ -22,7 +22,8 @@ import { runLoad, SETTINGS, warmUp } from './lib/load.js';
 import { startGateway, startSimulator, type Gateway } from './lib/procs.js';
 import { median } from './lib/stats.js';
 import { populate, profileTemplates } from './lib/populate.js';
-import { entityPath, recordCacheOrigin, SIM_KEY } from './lib/stack.js';
+import { recordCacheOrigin, SIM_KEY } from './lib/stack.js';
+import { freshEntities, missLoad } from './lib/tail-runs.js';
 
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 5);
 const DURATION_S = 6;
@@ -30,8 +31,7 @@ const RATE = Number(process.env.COMPARE_RATE ?? 0);
 const ENTRIES = Number(process.env.COMPARE_ENTRIES ?? 0);
 const MISSES = Number(process.env.COMPARE_MISSES ?? 0);
 /** Entities never asked for before: one counter for both sides, so that no side ever hits. */
-let nextEntity = 7_000_000;
-const freshPaths = (n: number) => () => Array.from({ length: n }, () => entityPath(nextEntity++));
+const fresh = freshEntities(7_000_000);
 const walBytes = (dir: string) => {
   try {
     return statSync(join(dir, 'cache.db-wal')).size;
@@ -73,8 +73,7 @@ try {
     pathsFor: ENTRIES > 0 ? randomPaths(ENTRIES, 2_000) : randomPaths(HIT_ENTITIES),
     headers: s.auth,
   });
-  const misses = (s: (typeof sides)[number], n: number) =>
-    runLoad({ url: s.gw.url, serverPid: s.gw.pid, headers: s.auth, connections: 16, durationS: 0, amount: n, pathsFor: freshPaths(n) });
+  const misses = (s: (typeof sides)[number], n: number) => missLoad({ url: s.gw.url, serverPid: s.gw.pid, headers: s.auth }, n, 16, fresh);
   for (const s of sides) await (MISSES > 0 ? misses(s, 2_000) : warmUp(load(s)));
   for (let i = 0; i < ROUNDS; i++) {
     for (const s of sides) {

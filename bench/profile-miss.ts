@@ -9,34 +9,32 @@
  * that they can be read side by side. Not part of `npm run bench`: a tool for finding a
  * miss's CPU.
  */
-import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { analyze, entryTable } from './lib/cpuprofile.js';
-import { runLoad } from './lib/load.js';
 import { fmt } from './lib/stats.js';
 import { startBaseline } from './lib/procs.js';
-import { entityPath, SIM_KEY, startStack } from './lib/stack.js';
+import { SIM_KEY, startStack } from './lib/stack.js';
+import { freshEntities, missLoad } from './lib/tail-runs.js';
 
 const connections = Number(process.argv[2] ?? 16);
 const misses = Number(process.argv[3] ?? 20_000);
 
 const stack = await startStack();
 try {
-  let next = 7_000_000;
-  const fresh = (n: number) => () => Array.from({ length: n }, () => entityPath(next++));
+  const fresh = freshEntities(7_000_000);
   const dir = join(stack.dir, 'cpu-profile');
   const prof = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-  // The anchor's response file is read at start and never served (it answers from the provider).
-  const unused = join(stack.dir, 'unused-response.json');
   const anchor = process.env.PROFILE_SERVER;
   if (anchor !== undefined && anchor !== 'durable' && anchor !== 'durable-duties') throw new Error(`PROFILE_SERVER=${anchor}: durable or durable-duties`);
-  if (anchor) writeFileSync(unused, JSON.stringify({ status: 200, headers: {}, body: '' }));
   const anchorDir = join(stack.dir, 'durable-anchor');
+  // The anchors answer from the provider: no recorded response file is read.
   const gw = anchor
-    ? await startBaseline(unused, `${anchor}:${stack.sim.url}#${SIM_KEY}#${anchorDir}${anchor === 'durable-duties' ? `#${join(stack.dir, 'anchor-requests.log')}` : ''}`, prof)
+    ? await startBaseline('-', `${anchor}:${stack.sim.url}#${SIM_KEY}#${anchorDir}${anchor === 'durable-duties' ? `#${join(stack.dir, 'anchor-requests.log')}` : ''}`, prof)
     : await stack.restartGateway(prof);
-  await runLoad({ url: gw.url, serverPid: gw.pid, headers: stack.auth, connections, durationS: 0, amount: 2000, pathsFor: fresh(2000) });
-  const load = await runLoad({ url: gw.url, serverPid: gw.pid, headers: stack.auth, connections, durationS: 0, amount: misses, pathsFor: fresh(misses) });
+  const target = { url: gw.url, serverPid: gw.pid, headers: stack.auth };
+  await missLoad(target, 2000, connections, fresh);
+  const load = await missLoad(target, misses, connections, fresh);
   await gw.stop();
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('no .cpuprofile written');

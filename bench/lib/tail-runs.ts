@@ -108,6 +108,19 @@ export async function pace(servers: Server[], rate: number, entities: number, ro
   });
 }
 
+/** Hands out paths of entities never asked for before: each call takes the next `n`. */
+export type FreshEntities = (n: number) => () => string[];
+/** Entities numbered on from `first`; one source shared by several servers keeps any of them from hitting. */
+export function freshEntities(first: number): FreshEntities {
+  let next = first;
+  return (n) => () => Array.from({ length: n }, () => entityPath(next++));
+}
+
+/** `n` misses (entities from `fresh`) over `connections` closed-loop connections: benchmark 9's miss load. */
+export function missLoad(s: Pick<Server, 'url' | 'serverPid' | 'headers'>, n: number, connections: number, fresh: FreshEntities): Promise<LoadResult> {
+  return runLoad({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections, durationS: 0, amount: n, pathsFor: fresh(n) });
+}
+
 export interface MissRound {
   direct: LoadResult;
   gateway: LoadResult;
@@ -120,9 +133,8 @@ export interface MissRound {
  * asked for before, straight to the simulator, through each anchor and through Tollgate in turn.
  */
 export async function missesAt(direct: Server, gateway: Server, connections: number, rounds: number, perRound: number, anchors: readonly Server[] = []): Promise<MissRound[]> {
-  let next = 5_000_000;
-  const fresh = (count: number) => () => Array.from({ length: count }, () => entityPath(next++));
-  const load = (s: Server, n: number) => runLoad({ url: s.url, serverPid: s.serverPid, headers: s.headers, connections, durationS: 0, amount: n, pathsFor: fresh(n) });
+  const fresh = freshEntities(5_000_000);
+  const load = (s: Server, n: number) => missLoad(s, n, connections, fresh);
   const one = (s: Server, n: number) => probed(s, () => load(s, n));
   for (const s of [direct, gateway, ...anchors]) await load(s, perRound / 4);
   const out: MissRound[] = [];
