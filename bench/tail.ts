@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { captured, fillThroughGateway } from './hit.js';
-import { SETTINGS } from './lib/load.js';
+import { DEFERRED_WORK_S, SETTINGS } from './lib/load.js';
 import { ensureNginx, startNginx, type Nginx } from './lib/nginx.js';
 import { startBaseline } from './lib/procs.js';
 import type { Figure, Section } from './lib/report.js';
@@ -214,7 +214,8 @@ export async function tailBench(): Promise<Section> {
           `simulator, then ${fmt.int(MISS_PER_ROUND)} through a bare node:http proxy (bench/lib/proxy-anchor.ts: undici, forwarding only), then through the same`,
           `proxy making the durable writes a miss obliges (bench/lib/durable-proxy-anchor.ts: reservation, settle with ledger row, rollup and budget counters, cache put;`,
           `each its own transaction), then through that proxy doing a gateway's duties too (the hit anchor's, and the provider answer's envelope parsed and its`,
-          `\`meta.credits_used\` charged), then through Tollgate, ${MISS_ROUNDS} rounds; added = the percentile through it − the simulator's, median over rounds.`,
+          `\`meta.credits_used\` charged), then through Tollgate, ${MISS_ROUNDS} rounds; added = the percentile through it − the simulator's, median over rounds;`,
+          `CPU per miss = the server's CPU from the round's start to ${DEFERRED_WORK_S} s after its last answer (work deferred past the answers counts) ÷ its misses.`,
           '',
           ...missTable(misses, missAnchors),
           '',
