@@ -3,8 +3,10 @@
  *   npx tsx bench/compare.ts <dir A> <dir B>     (each a checkout with a built dist/)
  * Each side may carry node flags after its dir, in one argument: `". --max-semi-space-size=4"`
  * compares this build with itself under a V8 flag.
- * Both gateways run side by side on one simulator and are loaded in alternation, so that
- * whatever else runs on the machine weighs on both alike. Not part of `npm run bench`.
+ * Both gateways run side by side on one simulator and are loaded in alternation (each round
+ * starting with the other side), so that whatever else runs on the machine weighs on both alike;
+ * the last line gives B ÷ A round by round. On this shared host a change is shown only when most
+ * rounds agree: ±10% between two runs of the same build is common. Not part of `npm run bench`.
  * `COMPARE_RATE=<requests/s>` loads each at that constant rate (bench/lib/open-loop.ts) instead of
  * saturating it: CPU per request then includes what each event-loop turn costs by itself.
  * `COMPARE_ENTRIES=<n>` gives each side a cache.db filled as benchmark 4 fills it (n entries) and
@@ -76,7 +78,8 @@ try {
   const misses = (s: (typeof sides)[number], n: number) => missLoad({ url: s.gw.url, serverPid: s.gw.pid, headers: s.auth }, n, 16, fresh);
   for (const s of sides) await (MISSES > 0 ? misses(s, 2_000) : warmUp(load(s)));
   for (let i = 0; i < ROUNDS; i++) {
-    for (const s of sides) {
+    // Each round starts with the other side: whichever runs first after the other's load runs warmer or colder.
+    for (const s of i % 2 === 0 ? sides : [...sides].reverse()) {
       const r = MISSES > 0 ? await misses(s, MISSES) : RATE > 0 ? await hitsAtRate(s.gw.url, s.gw.pid, RATE, DURATION_S, s.auth, i) : await runLoad({ ...load(s), durationS: DURATION_S });
       s.rps.push(r.rps);
       s.cpu.push(r.cpuUsPerRequest);
@@ -89,6 +92,11 @@ try {
   }
   const [a, b] = sides as [(typeof sides)[0], (typeof sides)[0]];
   console.log(`B vs A: throughput ×${(median(b.rps) / median(a.rps)).toFixed(3)}, CPU per request ×${(median(b.cpu) / median(a.cpu)).toFixed(3)}`);
+  // Round by round: the two sides of a round ran back to back, so their ratio leaves out the
+  // machine's drift over the run (this host's CPU per request moved ±15% within minutes).
+  const paired = b.cpu.map((c, i) => c / a.cpu[i]!);
+  const cheaper = paired.filter((r) => r < 1).length;
+  console.log(`B ÷ A CPU per request, round by round: ${paired.map((r) => r.toFixed(3)).join(', ')}; median ×${median(paired).toFixed(3)}, B cheaper in ${cheaper} of ${paired.length} rounds`);
 } finally {
   for (const s of sides) {
     await s.gw.stop();

@@ -3,7 +3,8 @@
  * node:http answering the bytes of a recorded Tollgate hit (bench/baseline-server.ts), then the
  * gateway, each under `--cpu-prof` at the same constant rate (default 6,000/s) for 10 s; prints
  * both by origin and by function, in µs per answer. Says where the CPU-per-hit ratio of
- * benchmark 9 comes from. Not part of `npm run bench`: a tool.
+ * benchmark 9 comes from. `PROFILE_ANCHOR=duties` profiles the anchor doing a gateway's duties
+ * instead (bench/lib/gateway-duties.ts), for the ratio against it. Not part of `npm run bench`: a tool.
  */
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,11 +33,13 @@ try {
   const file = join(stack.dir, 'hit-response.json');
   writeFileSync(file, captured(hit!));
 
+  const duties = process.env.PROFILE_ANCHOR === 'duties';
+  if (!duties && process.env.PROFILE_ANCHOR !== undefined) throw new Error(`PROFILE_ANCHOR=${process.env.PROFILE_ANCHOR}: duties, or unset for bare node:http`);
   const bareDir = join(stack.dir, 'bare-profile');
-  const bare = await startBaseline(file, 'node', ['--cpu-prof', `--cpu-prof-dir=${bareDir}`]);
+  const bare = await startBaseline(file, duties ? `duties:${join(stack.dir, 'duties-requests.log')}` : 'node', ['--cpu-prof', `--cpu-prof-dir=${bareDir}`]);
   const bareLoad = await hitsAtRate(bare.url, bare.pid, rate, DURATION_S, stack.auth);
   await bare.stop(); // the profile is written at exit
-  report('bare node:http', bareDir, bareLoad.good.length);
+  report(duties ? "bare node:http doing a gateway's duties" : 'bare node:http', bareDir, bareLoad.good.length);
 
   const gwDir = join(stack.dir, 'gateway-profile');
   const gw = await stack.restartGateway(['--cpu-prof', `--cpu-prof-dir=${gwDir}`]);

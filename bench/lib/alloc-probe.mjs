@@ -2,7 +2,8 @@
  * Preloaded into a gateway (`node --import <this> …`) by bench/profile-alloc.ts: samples every
  * allocation, garbage included (V8's sampling heap profiler with the objects minor and major
  * collections took kept in the profile), from $ALLOC_PROBE_START_MS after start for
- * $ALLOC_PROBE_MS, then writes the profile to $ALLOC_PROBE_FILE. Diagnosis only: never in `serve`.
+ * $ALLOC_PROBE_MS, then writes the profile to $ALLOC_PROBE_FILE; with ALLOC_PROBE_SURVIVORS=1 what
+ * minor collections took is left out. Diagnosis only: never in `serve`.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -17,7 +18,8 @@ if (file) {
     await session.post('HeapProfiler.startSampling', {
       samplingInterval: 4096,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
+      // ALLOC_PROBE_SURVIVORS=1: only what outlived the young generation (promoted).
+      includeObjectsCollectedByMinorGC: process.env.ALLOC_PROBE_SURVIVORS !== '1',
     });
     setTimeout(async () => {
       const { profile } = await session.post('HeapProfiler.stopSampling');
