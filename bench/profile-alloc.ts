@@ -45,11 +45,8 @@ const frame = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${short
 /** Loads a server started with the probe, then prints what the probe sampled, per answer. */
 async function profiled(name: string, file: string, server: Server, auth: Record<string, string>, fresh: ReturnType<typeof freshEntities>): Promise<void> {
   let answersPerS: number;
-  if (missMode) {
-    const t0 = performance.now();
-    const load = await missLoad({ url: server.url, serverPid: server.pid, headers: auth }, misses, 16, fresh);
-    answersPerS = load.requests / ((performance.now() - t0) / 1000);
-  } else {
+  if (missMode) answersPerS = (await missLoad({ url: server.url, serverPid: server.pid, headers: auth }, misses, 16, fresh)).rps;
+  else {
     const load = await hitsAtRate(server.url, server.pid, rate, LOAD_S, auth);
     answersPerS = load.good.length / LOAD_S;
   }
