@@ -123,10 +123,11 @@ export class ReplicaHerd {
       this.succeeded();
       // Free after a wait that saw the claim go, but with no release remembered: it lapsed.
       if (got === 'free' && lapsed) this.events.takenOver();
-      if (got === 'free' || (got === 'released' && waited)) return this.held(key, owner, waited, miss.tenant);
+      if (got === 'free') return this.held(key, owner, waited, miss.tenant);
       if (got === 'released') {
         // Taken, but another replica's call on it ended lately: its answer may have been stored
-        // after this request read the cache. Read again, the claim held, before paying twice.
+        // after this request read the cache. Read again, the claim held, before paying twice;
+        // after a wait too, since the read that followed the wait may predate that call's store.
         const lead = this.held(key, owner, waited, miss.tenant);
         const found = await this.storedMeanwhile(miss, started, maxWaitMs);
         if (!found) return lead;
