@@ -25,10 +25,13 @@
  *            from it. Benchmark 4's anchor: what a random row of a large cache.db costs any Node server.
  * Usage: node --import tsx bench/baseline-server.ts <response.json> [node|fastify|work:N|logged:F|duties:F|proxy:U#K|durable:U#K#D|durable-duties:U#K#D#F|sqlite:DB|memory:DB]
  * (proxy, durable, durable-duties, sqlite and memory do not serve recorded bytes: their response file is not read.)
+ * Every mode also serves, on a second loopback port (`probe <port>` on stdout), its own event-loop probe as
+ * Tollgate's GET /metrics reports it (loopProbe): an anchor's stalls under the same load as the gateway's.
  */
 import { createServer, type RequestListener } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { gatewayDuties, gatewayDutiesOf, requestLine, type Captured } from './lib/gateway-duties.js';
 import { durableProxy } from './lib/durable-proxy-anchor.js';
@@ -40,6 +43,26 @@ const fromDb = /^(sqlite|memory):/.exec(mode);
 const recorded = !fromDb && !/^(proxy|durable|durable-duties):/.test(mode);
 const captured = recorded ? (JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Captured) : ({ status: 200, headers: {}, body: '' } as Captured);
 const ready = (port: number) => process.stdout.write(`listening ${port}\n`);
+
+/**
+ * This process's longest event-loop stall since the last scrape, served apart from the measured
+ * handler: `nodejs_eventloop_lag_max_seconds` as prom-client's default metrics give it in
+ * Tollgate's GET /metrics (monitorEventLoopDelay, 10 ms resolution, reset at each scrape), so
+ * bench/lib/stall.ts reads an anchor as it reads the gateway. The gateway samples its loop the
+ * same way, so the anchor pays the same 10 ms timer.
+ */
+function loopProbe(): void {
+  const h = monitorEventLoopDelay({ resolution: 10 });
+  h.enable();
+  const probe = createServer((_req, res) => {
+    const max = h.max / 1e9;
+    h.reset();
+    res.end(`nodejs_eventloop_lag_max_seconds ${max}\n`);
+  });
+  probe.listen(0, '127.0.0.1', () => process.stdout.write(`probe ${(probe.address() as AddressInfo).port}\n`));
+  probe.unref();
+}
+loopProbe();
 
 /** A node:http server for `handler` on a loopback port, reported on stdout; SIGTERM closes it, then `close`. */
 function serve(handler: RequestListener, close: () => void = () => {}): void {

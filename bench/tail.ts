@@ -18,6 +18,7 @@ import { entityPath, getAll, SIM_KEY, startStack } from './lib/stack.js';
 import { fmt, median } from './lib/stats.js';
 import { missesAt, missTable, pace, saturate, SETTLE_S, type Paced, type Saturated, type Server } from './lib/tail-runs.js';
 import { adminUsageUnderLoad } from './tail-admin.js';
+import { anchorStall, STALL_ALLOWANCE_MS, stallFigure, type AnchorStall } from './lib/tail-stalls.js';
 import { progress } from './lib/log.js';
 
 const ENTITIES = 1_000;
@@ -30,7 +31,6 @@ const MISS_CONNECTIONS = 16;
 const MISS_ROUNDS = 3;
 const MISS_PER_ROUND = 2_000;
 const IDLE_MS = 6_000;
-const STALL_ALLOWANCE_MS = 20;
 
 const la = () => loadavg().map((x) => x.toFixed(2)).join(', ');
 const r3 = (x: number) => x.toFixed(3);
@@ -76,9 +76,12 @@ export async function tailBench(): Promise<Section> {
       const idleBusy = stallProbe(stack.gw.url);
 
       const tg: Server = { name: 'Tollgate', url: stack.gw.url, serverPid: stack.gw.pid, headers: stack.auth, stall: stallProbe(stack.gw.url) };
-      const bare: Server = { name: 'bare node:http', url: node.url, serverPid: node.pid, headers: stack.auth, stall: idleBusy };
+      // Each anchor's own loop is probed per scenario (ownStall), beside the gateway's over the same spans.
+      const own = (name: string, c: { probeUrl?: string }) => anchorStall(name, c.probeUrl, stallProbe);
+      const [satBare, satDuties] = [own('bare node:http', node), own('the duties anchor', duties)];
+      const bare: Server = { name: 'bare node:http', url: node.url, serverPid: node.pid, headers: stack.auth, stall: idleBusy, ownStall: satBare.probe };
       const bareLogged: Server = { name: 'bare node:http + request line', url: logged.url, serverPid: logged.pid, headers: stack.auth, stall: idleBusy };
-      const bareDuties: Server = { name: "bare node:http doing a gateway's duties", url: duties.url, serverPid: duties.pid, headers: stack.auth, stall: idleBusy };
+      const bareDuties: Server = { name: "bare node:http doing a gateway's duties", url: duties.url, serverPid: duties.pid, headers: stack.auth, stall: idleBusy, ownStall: satDuties.probe };
       const ngx: Server | null = nginx ? { name: 'nginx proxy_cache, 1 worker', url: nginx.url, serverPid: nginx.workerPid, headers: stack.auth, stall: idleBusy } : null;
       const sat = await saturate([bare, bareLogged, bareDuties, ...(ngx ? [ngx] : []), tg], ENTITIES, SAT_ROUNDS, SAT_S);
       const [sN, sL, sD, sT] = [sat[0]!, sat[1]!, sat[2]!, sat[sat.length - 1]!];
@@ -87,14 +90,17 @@ export async function tailBench(): Promise<Section> {
 
       const rate = Math.round(sT.rps * RATE_SHARE);
       const tgPaced: Server = { ...tg, stall: stallProbe(stack.gw.url) };
-      const [pN, pD, pT] = (await pace([bare, bareDuties, tgPaced], rate, ENTITIES, RATE_ROUNDS, RATE_S)) as [Paced, Paced, Paced];
+      const [paceBare, paceDuties] = [own('bare node:http', node), own('the duties anchor', duties)];
+      const paced = [{ ...bare, ownStall: paceBare.probe }, { ...bareDuties, ownStall: paceDuties.probe }, tgPaced];
+      const [pN, pD, pT] = (await pace(paced, rate, ENTITIES, RATE_ROUNDS, RATE_S)) as [Paced, Paced, Paced];
       const paceStall = tgPaced.stall!.worst;
 
       const sim: Server = { name: 'simulator', url: stack.sim.url, serverPid: stack.sim.pid, headers: { authorization: `Bearer ${SIM_KEY}` }, stall: idleBusy };
       const tgMiss: Server = { ...tg, stall: stallProbe(stack.gw.url) };
       const bareProxy: Server = { name: 'bare node:http proxy', url: proxy.url, serverPid: proxy.pid, headers: stack.auth, stall: idleBusy };
       const durableProxy: Server = { name: 'the bare proxy making the durable writes', url: durable.url, serverPid: durable.pid, headers: stack.auth, stall: idleBusy };
-      const dutiesProxy: Server = { name: "the same doing a gateway's duties too", url: durableDuties.url, serverPid: durableDuties.pid, headers: stack.auth, stall: idleBusy };
+      const missDuties = own('the durable-duties miss anchor', durableDuties);
+      const dutiesProxy: Server = { name: "the same doing a gateway's duties too", url: durableDuties.url, serverPid: durableDuties.pid, headers: stack.auth, stall: idleBusy, ownStall: missDuties.probe };
       const missAnchors = [bareProxy, durableProxy, dutiesProxy];
       const misses = await missesAt(sim, tgMiss, MISS_CONNECTIONS, MISS_ROUNDS, MISS_PER_ROUND, missAnchors);
       const missStall = tgMiss.stall!.worst;
@@ -120,15 +126,7 @@ export async function tailBench(): Promise<Section> {
       const adminMax = Math.max(...admin.reports.map((w) => w.hits.max));
       const adminStall = Math.max(...admin.reports.map((w) => w.stallMs));
       const none = (figure: string): Figure => ({ figure, measured: 'not measured', baseline: nginxWhy, ratio: null, target: '—', pass: null });
-      // `bystander`: an idle node process's reading over the same spans (lib/stall.ts), the machine's share of `ms`.
-      const stallRow = (scenario: string, ms: number, bystander: number): Figure => ({
-        figure: `Event-loop stall max (gateway): ${scenario}`,
-        measured: fmt.ms(ms),
-        baseline: `${fmt.ms(idle)} idle; bystander ${fmt.ms(bystander)}`,
-        ratio: null,
-        target: `≤ idle + ${STALL_ALLOWANCE_MS} ms`,
-        pass: ms <= idle + STALL_ALLOWANCE_MS,
-      });
+      const stallRow = (scenario: string, ms: number, bystander: number, anchors: AnchorStall[] = []) => stallFigure(idle, scenario, ms, bystander, anchors);
       const ok = sT.failures === 0;
       const figures: Figure[] = [
         { figure: 'Hit throughput ÷ bare node:http (64 connections)', measured: `${fmt.int(sT.rps)} req/s`, baseline: `${fmt.int(sN.rps)} req/s`, ratio: sT.rps / sN.rps, target: '—', pass: null },
@@ -164,9 +162,9 @@ export async function tailBench(): Promise<Section> {
         { figure: `Server CPU per miss, concurrency ${MISS_CONNECTIONS}, Tollgate ÷ that anchor`, measured: `${missCpu.toFixed(0)} µs`, baseline: `${dutiesMissCpu.toFixed(0)} µs`, ratio: missCpu / dutiesMissCpu, target: '—', pass: null },
         { figure: `Miss latency added, concurrency ${MISS_CONNECTIONS}, p99`, measured: fmt.ms(added99), baseline: `${fmt.ms(median(misses.map((m) => m.direct.p99)))} direct`, ratio: null, target: '≤ 5 ms', pass: missFailures === 0 && added99 <= 5 },
         { figure: `Hit max while GET /admin/usage runs (${fmt.int(admin.rows)} ledger rows, ${fmt.int(rate)}/s)`, measured: fmt.ms(adminMax), baseline: `${fmt.ms(admin.quiet.hits.max)} without it`, ratio: adminMax / admin.quiet.hits.max, target: '—', pass: null },
-        stallRow('hits at saturation', satStall, tg.stall!.bystanderWorst),
-        stallRow(`hits at ${fmt.int(rate)}/s`, paceStall, tgPaced.stall!.bystanderWorst),
-        stallRow(`misses at concurrency ${MISS_CONNECTIONS}`, missStall, tgMiss.stall!.bystanderWorst),
+        stallRow('hits at saturation', satStall, tg.stall!.bystanderWorst, [satBare, satDuties]),
+        stallRow(`hits at ${fmt.int(rate)}/s`, paceStall, tgPaced.stall!.bystanderWorst, [paceBare, paceDuties]),
+        stallRow(`misses at concurrency ${MISS_CONNECTIONS}`, missStall, tgMiss.stall!.bystanderWorst, [missDuties]),
         stallRow('no requests, between its own rounds (while the anchors are loaded)', idleBusy.worst, idleBusy.bystanderWorst),
         stallRow(`hits over a ${fmt.int(admin.rows)}-row ledger, no admin work`, admin.quiet.stallMs, admin.quiet.bystanderMs),
         stallRow('GET /admin/usage under hit load', adminStall, Math.max(...admin.reports.map((w) => w.bystanderMs))),
@@ -231,7 +229,8 @@ export async function tailBench(): Promise<Section> {
           `probe over ${IDLE_MS / 1000} s of the gateway after its fill, serving nothing while this benchmark loads nothing else: ${fmt.ms(idleQuiet)} (an idle loop`,
           `reads about the 10 ms resolution; more is other processes' CPU). Target (issue 16, item 1): no scenario over idle + ${STALL_ALLOWANCE_MS} ms.`,
           `Beside each figure, "bystander" is what the same probe read over the same spans in a node process doing nothing (${fmt.ms(idleRef.bystander)} over the idle reference):`,
-          `the time this machine's other processes kept any process from running, which the gateway's reading includes.`,
+          `the time this machine's other processes kept any process from running, which the gateway's reading includes; "own" is the same probe in an anchor's`,
+          `process over its own runs of the scenario (bench/baseline-server.ts loopProbe): what the same load does to a server that does none of Tollgate's work.`,
           `The gateway was also probed while it served nothing during each anchor's run, which follows one of its own rounds (saturation`,
           `and constant rate) or misses: ${idleBusy.spans.map((ms) => fmt.ms(ms)).join(', ')}, in order (anchor runs: ${sat.length - 1} per saturation round, then 1 per`,
           `constant-rate round, then 1 per miss round). Work the gateway defers past a load (ledger batches, checkpoints, the maintenance pass) shows there.`,

@@ -13,6 +13,8 @@ import { CLI, ROOT, TARGET } from './dist.js';
 export interface Child {
   readonly pid: number;
   readonly url: string;
+  /** An anchor's own event-loop probe (bench/baseline-server.ts loopProbe), read as the gateway's GET /metrics. */
+  readonly probeUrl?: string;
   /** SIGTERM, then SIGKILL after the grace period; resolves once the process is gone. */
   stop(): Promise<void>;
 }
@@ -173,7 +175,8 @@ export async function startBaseline(responseFile: string, mode: 'node' | 'fastif
   proc.stdout!.on('data', (c: Buffer) => void (out += c.toString()));
   const life = watchExit(proc, 'baseline', () => out);
   const port = await until('the baseline server', 20_000, () => (life.check(), /listening (\d+)/.exec(out)?.[1]));
-  return { pid: proc.pid!, url: `http://127.0.0.1:${port}`, stop: stopper(proc) };
+  const probe = await until("the baseline server's loop probe", 20_000, () => (life.check(), /probe (\d+)/.exec(out)?.[1]));
+  return { pid: proc.pid!, url: `http://127.0.0.1:${port}`, probeUrl: `http://127.0.0.1:${probe}`, stop: stopper(proc) };
 }
 
 /**

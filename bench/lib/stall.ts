@@ -99,11 +99,16 @@ export interface StallProbe {
   readonly bystanderWorst: number;
 }
 
-export function stallProbe(gatewayUrl: string, headers: Record<string, string> = {}): StallProbe {
+/**
+ * `withBystander: false` for a probe read over the same spans as another one that has it (an
+ * anchor's own loop beside the gateway's): the bystander's histogram is reset at each read, so
+ * two probes asking it at once would each read part of the span. Its bystander figures are then 0.
+ */
+export function stallProbe(gatewayUrl: string, headers: Record<string, string> = {}, withBystander = true): StallProbe {
   let worst = 0;
   const spans: number[] = [];
   const bystanderSpans: number[] = [];
-  const b = theBystander();
+  const b = withBystander ? theBystander() : { ask: () => Promise.resolve(0) };
   return {
     async start() {
       await Promise.all([scrape(gatewayUrl, headers), b.ask('r')]);

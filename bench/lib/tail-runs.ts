@@ -17,14 +17,16 @@ export interface Server {
   /** The process whose CPU time is the server's. */
   serverPid: number;
   headers: Record<string, string>;
-  /** Wraps this server's runs when set (Tollgate's). */
+  /** Wraps this server's runs when set: Tollgate's loop, or (for an anchor) the gateway's while it serves nothing. */
   stall?: StallProbe;
+  /** An anchor's own loop over its runs (bench/baseline-server.ts loopProbe): its stalls under the same load. */
+  ownStall?: StallProbe;
 }
 
 async function probed<T>(s: Server, run: () => Promise<T>): Promise<T> {
-  await s.stall?.start();
+  await Promise.all([s.stall?.start(), s.ownStall?.start()]);
   const r = await run();
-  await s.stall?.end();
+  await Promise.all([s.stall?.end(), s.ownStall?.end()]);
   return r;
 }
 

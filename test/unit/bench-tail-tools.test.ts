@@ -3,7 +3,7 @@
  * a server's stall against every request due during it (no coordinated omission), and the
  * event-loop stall probe must read the longest stall since its previous scrape of /metrics.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import Database from 'better-sqlite3';
 import { durableProxy } from '../../bench/lib/durable-proxy-anchor.js';
 import { bareProxy } from '../../bench/lib/proxy-anchor.js';
 import { runConstantRate } from '../../bench/lib/open-loop.js';
+import { startBaseline } from '../../bench/lib/procs.js';
 import { lagMaxMs, stallProbe } from '../../bench/lib/stall.js';
 import { Metrics } from '../../src/obs/metrics.js';
 
@@ -136,6 +137,29 @@ describe('stallProbe: the longest event-loop stall between two scrapes of /metri
     await new Promise((r) => setTimeout(r, 60));
     expect(await probe.end()).toBeLessThan(100);
     expect(probe.worst).toBeGreaterThanOrEqual(110);
+  });
+
+  it("reads an anchor's own loop through its probe port, and a probe without the bystander reads it as 0", { timeout: 30_000 }, async () => {
+    // work:150000: the bare anchor busy 150 ms in its handler, a stall of its own loop.
+    const dir = mkdtempSync(join(tmpdir(), 'tg-anchor-probe-'));
+    const file = join(dir, 'hit.json');
+    writeFileSync(file, JSON.stringify({ status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }));
+    const anchor = await startBaseline(file, 'work:150000');
+    try {
+      const probe = stallProbe(anchor.probeUrl!, {}, false);
+      await probe.start();
+      const res = await fetch(`${anchor.url}/v1/profile?id=1`);
+      expect(res.status).toBe(200);
+      await res.text();
+      expect(await probe.end()).toBeGreaterThanOrEqual(140);
+      await probe.start();
+      await new Promise((r) => setTimeout(r, 60));
+      expect(await probe.end()).toBeLessThan(100);
+      expect(probe.bystanderSpans).toEqual([0, 0]);
+    } finally {
+      await anchor.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('parses the gauge with or without labels and refuses an exposition without it', () => {
