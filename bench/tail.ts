@@ -77,7 +77,7 @@ export async function tailBench(): Promise<Section> {
 
       const tg: Server = { name: 'Tollgate', url: stack.gw.url, serverPid: stack.gw.pid, headers: stack.auth, stall: stallProbe(stack.gw.url) };
       // Each anchor's own loop is probed per scenario (ownStall), beside the gateway's over the same spans.
-      const own = (name: string, c: { probeUrl?: string }) => anchorStall(name, c.probeUrl, stallProbe);
+      const own = (name: string, c: { probeUrl?: string }) => anchorStall(name, c.probeUrl);
       const [satBare, satDuties] = [own('bare node:http', node), own('the duties anchor', duties)];
       const bare: Server = { name: 'bare node:http', url: node.url, serverPid: node.pid, headers: stack.auth, stall: idleBusy, ownStall: satBare.probe };
       const bareLogged: Server = { name: 'bare node:http + request line', url: logged.url, serverPid: logged.pid, headers: stack.auth, stall: idleBusy };

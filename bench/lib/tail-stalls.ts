@@ -6,7 +6,7 @@
  * machine's, not Tollgate's work.
  */
 import type { Figure } from './report.js';
-import type { StallProbe } from './stall.js';
+import { stallProbe, type StallProbe } from './stall.js';
 import { fmt } from './stats.js';
 
 export const STALL_ALLOWANCE_MS = 20;
@@ -30,7 +30,7 @@ export function stallFigure(idleMs: number, scenario: string, ms: number, bystan
 }
 
 /** A probe of an anchor's own loop (no bystander: the gateway's probe over the same spans reads it). */
-export function anchorStall(name: string, probeUrl: string | undefined, make: (url: string, headers: Record<string, string>, withBystander: boolean) => StallProbe): AnchorStall {
+export function anchorStall(name: string, probeUrl: string | undefined): AnchorStall {
   if (!probeUrl) throw new Error(`${name} has no loop probe`);
-  return { name, probe: make(probeUrl, {}, false) };
+  return { name, probe: stallProbe(probeUrl, {}, false) };
 }
