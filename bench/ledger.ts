@@ -86,6 +86,9 @@ function startProbe(url: string): { stop(): Promise<Probe[]> } {
       await sleep(PROBE_EVERY_MS);
     }
   })();
+  // Handled here and rethrown by stop(): a probe failing while the run awaits something else
+  // must not end the process as an unhandled rejection, which would hide the run's own error.
+  loop.catch(() => {});
   return {
     async stop() {
       running = false;
@@ -264,11 +267,20 @@ function readLogFile(dir: string): () => string {
       .join('\n');
 }
 
-function retentionLog(text: string): { deleted: number; ms: number; time: number } | undefined {
+/**
+ * The retention pass's log line in the gateway's log text: rows deleted, how long it took, and
+ * when it ended. Throws when the line lacks a field, so that a renamed log field fails here
+ * by name (it once read `ms` after the field became `duration_ms`, and the whole run died).
+ */
+export function retentionLog(text: string): { deleted: number; ms: number; time: number } | undefined {
   for (const line of text.split('\n')) {
     if (!line.includes('past the retention deleted')) continue;
-    const rec = JSON.parse(line) as { deleted: number; ms: number; time: string };
-    return { deleted: rec.deleted, ms: rec.ms, time: Date.parse(rec.time) };
+    const rec = JSON.parse(line) as { deleted?: unknown; duration_ms?: unknown; time?: unknown };
+    const time = typeof rec.time === 'string' ? Date.parse(rec.time) : NaN;
+    if (typeof rec.deleted !== 'number' || typeof rec.duration_ms !== 'number' || Number.isNaN(time)) {
+      throw new Error(`the retention pass's log line lacks deleted, duration_ms or time: ${line}`);
+    }
+    return { deleted: rec.deleted, ms: rec.duration_ms, time };
   }
   return undefined;
 }
