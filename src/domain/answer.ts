@@ -5,6 +5,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** `body` as the pieces it was joined from (successBody): what the HTTP layer writes when given. */
+  bodyPieces?: BodyPieces;
   /** The error code of an error answer, for logs and metrics. */
   errorCode?: string;
 }
@@ -18,12 +20,19 @@ export function errorAnswer(f: Failure, requestId: string, extra?: Record<string
   };
 }
 
+/** A success body as the text before the data, the data, and the text after. */
+export type BodyPieces = readonly [head: string, data: string, tail: string];
+
 /**
  * The success envelope, assembled around already-serialized `data` and `meta` JSON so that
- * a cached body is never parsed and re-serialized.
+ * a cached body is never parsed and re-serialized: its text, and the pieces it is joined from
+ * (Answer.bodyPieces). The join copies nothing: V8 makes a rope of the three strings, copied
+ * into one only if the text is read.
  */
-export function successBody(requestId: string, dataText: string, metaText: string): string {
-  return `{"request_id":${JSON.stringify(requestId)},"data":${dataText},"meta":${metaText}}`;
+export function successBody(requestId: string, dataText: string, metaText: string): { body: string; bodyPieces: BodyPieces } {
+  const head = `{"request_id":${JSON.stringify(requestId)},"data":`;
+  const tail = `,"meta":${metaText}}`;
+  return { body: head + dataText + tail, bodyPieces: [head, dataText, tail] };
 }
 
 /**
@@ -51,5 +60,6 @@ export function withRequestId(a: Answer, requestId: string): Answer {
     const quoted = JSON.stringify(id).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     text = text.replace(new RegExp(`("request_id"\\s*:\\s*)${quoted}`, 'g'), (_m, key: string) => key + JSON.stringify(requestId));
   }
-  return text === a.body ? a : { ...a, body: text };
+  // Pieces of the old text, if any, would put the provider's request id back on the wire.
+  return text === a.body ? a : { ...a, body: text, bodyPieces: undefined };
 }

@@ -27,7 +27,7 @@ export function hitAnswer(e: CacheEntry, requestId: string, now: number, ttlMs: 
     const f: Failure = { status: e.status, code: e.errorCode ?? 'NOT_FOUND', message: e.errorMessage ?? 'Not found.' };
     return { answer: errorAnswer(f, requestId, headers), simple: 'HIT' };
   }
-  return { answer: { status: 200, headers, body: successBody(requestId, e.data!, metaWith(e.meta, true, 0)) }, simple: 'HIT' };
+  return { answer: { status: 200, headers, ...successBody(requestId, e.data!, metaWith(e.meta, true, 0)) }, simple: 'HIT' };
 }
 
 /**
@@ -53,7 +53,7 @@ export function staleAnswer(e: CacheEntry, requestId: string, now: number, ttlMs
       age: String(Math.max(0, seconds(now - e.storedAt))),
       'x-cache-status': 'STALE',
     },
-    body: successBody(requestId, e.data!, metaWith(e.meta, true, 0)),
+    ...successBody(requestId, e.data!, metaWith(e.meta, true, 0)),
   };
 }
 
@@ -84,7 +84,7 @@ export function forwardAnswer(
   return {
     status: 200,
     headers: { ...extra, 'cache-status': forwardStatus(f, null), 'x-cache-status': SIMPLE[f.reason] },
-    body: successBody(requestId, dataText, metaWith(metaText, providerCached, credits)),
+    ...successBody(requestId, dataText, metaWith(metaText, providerCached, credits)),
   };
 }
 
