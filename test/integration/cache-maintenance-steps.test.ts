@@ -84,6 +84,22 @@ describe('the maintenance pass in bounded steps', () => {
     expect(counters.value).toBe(N);
   });
 
+  it("under a time budget, a drain's setup is a step of its own, and the pass still writes every count exactly", () => {
+    const { db, cache } = filledAndHit();
+    // A budget no step reaches: the rows per step stay at the bound, so the steps can be counted.
+    const step = () => cache.flushStep(ROWS_PER_STEP, 1e9);
+    expect(step()).toBe(true); // the drain begins: nothing written yet
+    expect(hitsWritten(db)).toEqual({ n: 0, hits: null });
+    expect(step()).toBe(true);
+    expect(hitsWritten(db).n).toBe(ROWS_PER_STEP);
+    let steps = 2;
+    while (step()) steps++;
+    steps++; // the last, which wrote the drain's last rows and said none remain
+    expect(steps).toBe(1 + Math.ceil(N / ROWS_PER_STEP));
+    expect(hitsWritten(db)).toEqual({ n: N, hits: N });
+    expect(db.prepare<[], number>("SELECT value FROM counters WHERE name = 'hits'").pluck().get()).toBe(N);
+  });
+
   it('keeps hits counted during a drain for the next one, and drops the count of an entry deleted mid-drain', () => {
     const { db, cache } = filledAndHit();
     expect(cache.flushStep()).toBe(true); // rows 0–99 written, a drain under way

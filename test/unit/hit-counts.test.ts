@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HitCounts } from '../../src/store/sqlite/hit-counts.js';
+import { HitCounts, MIN_ROWS_PER_STEP, nextRowsPerStep } from '../../src/store/sqlite/hit-counts.js';
 import type { StoredEntry } from '../../src/store/sqlite/cache-entry.js';
 
 const row = (id: number) => ({ id }) as StoredEntry;
@@ -103,5 +103,34 @@ describe('HitCounts', () => {
         expect(c.empty).toBe(true);
       }),
     );
+  });
+});
+
+describe('nextRowsPerStep: how many rows the next flush step may write', () => {
+  const args = fc.record({
+    rows: fc.integer({ min: MIN_ROWS_PER_STEP, max: 5_000 }),
+    maxRows: fc.integer({ min: MIN_ROWS_PER_STEP, max: 5_000 }),
+    written: fc.integer({ min: 0, max: 5_000 }),
+    elapsedMs: fc.double({ min: 0, max: 500, noNaN: true }),
+    budgetMs: fc.double({ min: 0.5, max: 50, noNaN: true }),
+  });
+
+  it('stays within [MIN_ROWS_PER_STEP, maxRows]; shrinks after a step over budget, in proportion; grows only after a full step well under it', () => {
+    fc.assert(
+      fc.property(args, ({ rows, maxRows, written, elapsedMs, budgetMs }) => {
+        const next = nextRowsPerStep(rows, maxRows, written, elapsedMs, budgetMs);
+        expect(next).toBeGreaterThanOrEqual(MIN_ROWS_PER_STEP);
+        expect(next).toBeLessThanOrEqual(Math.max(MIN_ROWS_PER_STEP, maxRows));
+        expect(Number.isInteger(next)).toBe(true);
+        if (elapsedMs > budgetMs) expect(next).toBeLessThanOrEqual(Math.max(MIN_ROWS_PER_STEP, Math.floor((rows * budgetMs) / elapsedMs)));
+        if (next > rows) expect(written >= rows && elapsedMs < budgetMs / 2).toBe(true);
+      }),
+    );
+  });
+
+  it('a 500-row step that took 12 ms against a 4 ms budget lets the next write a third as many; a quick full one doubles', () => {
+    expect(nextRowsPerStep(500, 500, 500, 12, 4)).toBe(166);
+    expect(nextRowsPerStep(100, 500, 100, 1, 4)).toBe(200);
+    expect(nextRowsPerStep(100, 500, 40, 1, 4)).toBe(100); // the drain ran out: nothing learnt
   });
 });

@@ -118,7 +118,17 @@ export class HitCounts {
     this.drainAt = Math.max(this.drainAt, upTo);
   }
 
-  private beginDrain(): void {
+  /** Whether the next drain() would begin a drain of counted rows (none is under way, and rows wait). */
+  get drainDue(): boolean {
+    return this.drainAt >= this.ids.length && this.rows.size > 0;
+  }
+
+  /**
+   * Begin the next drain now: every row counted so far, copied and sorted. Its cost grows with
+   * the rows (7 ms for 20,000 at 1M entries, BENCHMARKS.md §9), so the server makes it a step
+   * of its own rather than part of a write's.
+   */
+  beginDrain(): void {
     const n = this.rows.size;
     const ids = new Float64Array(n);
     let i = 0;
@@ -143,6 +153,8 @@ export class HitCounts {
 /** Writes HitCounts' drains into `access` and the `counters` totals, a bounded transaction at a time. */
 export class HitCountWriter {
   private readonly hitStmt;
+  /** The rows the next step may write (nextRowsPerStep): adapts to what the last step's commit cost. */
+  private rowsPerStep = Infinity;
 
   constructor(
     private readonly db: DB,
@@ -153,17 +165,25 @@ export class HitCountWriter {
   }
 
   /**
-   * One transaction: at most `maxRows` rows of the drain, and no row started after `budgetMs`.
-   * True when rows of the drain remain. A failed write keeps the rows and totals for the next.
+   * One step. Under a budget (the server's pass), the setup of a drain that is due is a step of
+   * its own; otherwise one transaction of at most `maxRows` rows of the drain (fewer when the
+   * last step's commit ran over, nextRowsPerStep), no row started after `budgetMs`. Without a
+   * budget (flush: shutdown, reports, the CLI) neither applies. True when rows of the drain
+   * remain. A failed write keeps the rows and totals for the next.
    */
   step(maxRows: number, budgetMs: number): boolean {
+    if (budgetMs !== Infinity && this.counts.drainDue) {
+      this.counts.beginDrain();
+      return true;
+    }
+    const rows = Math.min(maxRows, this.rowsPerStep);
     const d = this.counts.drain();
     const t0 = performance.now();
     let i = d.from;
     try {
       this.db
         .transaction(() => {
-          for (; i < d.ids.length && i - d.from < maxRows; i++) {
+          for (; i < d.ids.length && i - d.from < rows; i++) {
             // The clock is read every 32 rows: a row costs microseconds.
             if ((i - d.from) % 32 === 31 && performance.now() - t0 > budgetMs) break;
             const n = d.ns[i]!;
@@ -177,6 +197,24 @@ export class HitCountWriter {
       throw err;
     }
     this.counts.written(i);
+    if (budgetMs !== Infinity) this.rowsPerStep = nextRowsPerStep(rows, maxRows, i - d.from, performance.now() - t0, budgetMs);
     return i < d.ids.length;
   }
+}
+
+/** The fewest rows a flush step is let down to: below it, each commit's fixed cost dominates. */
+export const MIN_ROWS_PER_STEP = 32;
+
+/**
+ * How many rows the next flush step may write, from how long this one took, its commit
+ * included. The budget bounds a step's row loop as it runs, but not its commit, whose cost is
+ * the pages the rows dirtied: at 1M entries, 500 rows at random rowids took ~8 ms to commit
+ * after a 4 ms loop (BENCHMARKS.md §9). A step over its budget scales the next down in
+ * proportion; a full step well under it lets the next grow back, up to `maxRows`. Pure.
+ */
+export function nextRowsPerStep(rows: number, maxRows: number, written: number, elapsedMs: number, budgetMs: number): number {
+  let next = rows;
+  if (elapsedMs > budgetMs) next = Math.floor((rows * budgetMs) / elapsedMs);
+  else if (written >= rows && elapsedMs < budgetMs / 2) next = rows * 2;
+  return Math.max(MIN_ROWS_PER_STEP, Math.min(maxRows, next));
 }
