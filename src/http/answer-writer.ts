@@ -56,8 +56,8 @@ export class AnswerWriter {
         res.writeHead(a.status, headers);
         // Strings, not a Buffer: node joins a string body to the head, and a Buffer body's head
         // is put ahead of a queued pipelined answer's `100 Continue`, splitting head from body
-        // (test/integration/http-fuzz.test.ts's raw exchanges find it). A hit's pieces are
-        // written apart, in one writev: the stored data, a flat string, is encoded straight into
+        // (test/integration/http-fuzz.test.ts's raw exchanges find it). A success answer's pieces
+        // are written apart, in one writev: its data, a flat string, is encoded straight into
         // the socket's buffer, where joined to the envelope it was first copied whole into a new
         // string twice (for its byte length, then for the write), at two bytes a character when
         // any is beyond Latin-1.
