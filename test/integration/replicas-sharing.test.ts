@@ -20,13 +20,42 @@ afterAll(() => c?.close(), 30_000);
 const statuses = (rs: Reply[]) => rs.map((r) => r.status);
 const remaining = (rs: Reply[]) => rs.filter((r) => r.status === 200).map((r) => Number(header(r, 'x-ratelimit-remaining')));
 
+/**
+ * Rate decisions the replicas made without Redis so far: a count that Redis does not answer
+ * within its deadline (1 s) is made in the replica's own window instead (limits.onStoreFailure
+ * `open`, the documented fallback), counted in tollgate_storage_write_failures_total{database="redis"}.
+ */
+async function redisFallbacks(): Promise<number> {
+  let n = 0;
+  for (const i of ALL) {
+    const metrics = await c.get(i, '/metrics', null);
+    expect(metrics.status).toBe(200);
+    // Not JSON: the helper hands the text back as it came.
+    const m = /tollgate_storage_write_failures_total\{database="redis"\} (\d+)/.exec(String(metrics.json));
+    expect(m, `replica ${i} reports its Redis fallbacks`).not.toBeNull();
+    n += Number(m![1]);
+  }
+  return n;
+}
+
 describe('one rate limit', () => {
   it('a 5/minute key gets exactly 5 answers across the replicas, counting down on each in turn', async () => {
-    await awayFromMinuteEdge(3);
-    const { secret } = await c.createKey('--rate', '5/minute');
-    const replies: Reply[] = [];
-    for (let i = 0; i < 15; i++) replies.push(await c.get(i, profile('rate-sequential'), secret));
-    expect(statuses(replies)).toEqual([...Array(5).fill(200), ...Array(10).fill(429)]);
+    // Under the whole suite's load on 2 cores a replica has waited past Redis's deadline and
+    // counted a request in its own window (twice in 33 runs, one to three extra answers). That
+    // run says nothing of the shared counter, so it is made again with a new key; a run without
+    // any fallback must be exact.
+    let replies: Reply[] = [];
+    for (let attempt = 1; ; attempt++) {
+      await awayFromMinuteEdge(3);
+      const { secret } = await c.createKey('--rate', '5/minute');
+      const before = await redisFallbacks();
+      replies = [];
+      for (let i = 0; i < 15; i++) replies.push(await c.get(i, profile('rate-sequential'), secret));
+      const fellBack = (await redisFallbacks()) - before;
+      if (fellBack === 0) break;
+      if (attempt === 3) throw new Error(`every attempt had rate decisions made without Redis (${fellBack} in the last)`);
+    }
+    expect(statuses(replies), 'every decision made with Redis').toEqual([...Array(5).fill(200), ...Array(10).fill(429)]);
     // Replicas A, B, C, A, B answered the five: one counter, not three.
     expect(remaining(replies)).toEqual([4, 3, 2, 1, 0]);
     for (const r of replies.slice(5)) {
@@ -34,7 +63,7 @@ describe('one rate limit', () => {
       expect(header(r, 'x-ratelimit-remaining')).toBe('0');
       expect(Number(header(r, 'retry-after'))).toBeGreaterThan(0);
     }
-  });
+  }, 60_000);
 
   it('15 concurrent requests spread over the replicas: 5 answered, each remaining count given once', async () => {
     await awayFromMinuteEdge(3);
