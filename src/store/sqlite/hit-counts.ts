@@ -72,7 +72,7 @@ export class HitCounts {
   }
 
   get empty(): boolean {
-    return this.hits === 0 && this.misses === 0 && this.rows.size === 0 && this.drainAt >= this.ids.length;
+    return this.hits === 0 && this.misses === 0 && this.rows.size === 0 && this.drainOver;
   }
 
   /** Everything counted since the last take (a drain's unwritten rows too), and start afresh. */
@@ -99,7 +99,7 @@ export class HitCounts {
    * a row whose count is 0 was forgotten.
    */
   drain(): { ids: Float64Array; ns: Float64Array; ats: Float64Array; from: number; hits: number; misses: number } {
-    if (this.drainAt >= this.ids.length) this.beginDrain();
+    if (this.drainOver) this.beginDrain();
     const out = { ids: this.ids, ns: this.ns, ats: this.ats, from: this.drainAt, hits: this.hits, misses: this.misses };
     this.hits = this.misses = 0;
     return out;
@@ -120,7 +120,12 @@ export class HitCounts {
 
   /** Whether the next drain() would begin a drain of counted rows (none is under way, and rows wait). */
   get drainDue(): boolean {
-    return this.drainAt >= this.ids.length && this.rows.size > 0;
+    return this.drainOver && this.rows.size > 0;
+  }
+
+  /** No drain is under way: every row of the last one is written (or there was none). */
+  private get drainOver(): boolean {
+    return this.drainAt >= this.ids.length;
   }
 
   /**
