@@ -2,6 +2,7 @@ import type { CacheCounters } from './cache-counters.js';
 import type { DB } from './db.js';
 import type { HitCounts } from './hit-counts.js';
 import type { HotEntries } from './hot-entries.js';
+import type { MaybePromise } from '../ports.js';
 
 export interface PurgeFilter {
   identity?: string;
@@ -18,6 +19,14 @@ export interface BatchPurgeable {
 
 /** Entries deleted per transaction by the server's purge: a few milliseconds of work per turn. */
 export const PURGE_BATCH = 500;
+
+/**
+ * How long one of the server's purge batches waits for a lock another connection holds, from a
+ * timer and not on the event loop (NoWaitWrites.alone): the admin's request waits, as the CLI
+ * waits for the server (db.ts's busy timeout). Past it the purge answers 503, the batches
+ * before it committed.
+ */
+export const PURGE_LOCK_WAIT_MS = 5_000;
 
 /** The WHERE clause selecting `filter`'s entries, or null when it selects none. */
 export function purgeWhere(filter: PurgeFilter): { where: string; params: string[] } | null {
@@ -37,14 +46,21 @@ export function purgeWhere(filter: PurgeFilter): { where: string; params: string
  * ends even while new answers keep being stored; an entry stored while it runs survives it
  * unless it replaced one of those. Totals and the in-memory entries follow batch by batch.
  */
-export async function purgeInBatches(cache: BatchPurgeable, filter: PurgeFilter, batch = PURGE_BATCH): Promise<number> {
+export async function purgeInBatches(
+  cache: BatchPurgeable,
+  filter: PurgeFilter,
+  batch = PURGE_BATCH,
+  /** How each batch's transaction is run: the server's never waits for a lock on the event loop. */
+  write: (batch: () => number) => MaybePromise<number> = (b) => b(),
+): Promise<number> {
   if (!purgeWhere(filter)) return 0;
   const upTo = cache.lastRowid();
   let purged = 0;
   for (;;) {
     // Shutdown closed the database between two batches: what is done stays done (each batch committed).
     if (!cache.isOpen()) return purged;
-    const n = cache.purgeBatch(filter, upTo, batch);
+    // Also when it closes while a batch waits for a lock: 0 ends the purge there.
+    const n = await write(() => (cache.isOpen() ? cache.purgeBatch(filter, upTo, batch) : 0));
     purged += n;
     if (n < batch) return purged;
     await new Promise((r) => setImmediate(r));

@@ -1,6 +1,6 @@
 import type { WriteGate } from '../write-gate.js';
 import { isStorageError } from '../storage-errors.js';
-import { isPromise } from '../ports.js';
+import { isPromise, type MaybePromise } from '../ports.js';
 import type { DB } from './db.js';
 
 /** One queued write and what its caller waits on. */
@@ -100,9 +100,20 @@ export class NoWaitWrites {
     );
   };
 
+  /**
+   * `write` alone, outside the group commit, and never waiting for a lock on the event loop:
+   * refused with SQLITE_BUSY it is tried again from a timer for up to `budgetMs`
+   * (WriteGate.runRetrying). For the server's batched work whose caller can wait longer than a
+   * miss (an admin purge's batches): at a million entries the Checkpointer's WAL truncation
+   * held cache.db's lock past a miss's 100 ms, and a purge then failed halfway.
+   */
+  alone<T>(write: () => T, budgetMs = this.budgetMs): MaybePromise<T> {
+    return this.gate.runRetrying(() => this.once(write), budgetMs);
+  }
+
   private whenWritten<T>(write: () => T, done: (value: T) => void, failed: (err: unknown) => void): void {
     try {
-      const written = this.gate.runRetrying(() => this.once(write), this.budgetMs);
+      const written = this.alone(write);
       if (isPromise(written)) written.then(done, failed);
       else done(written);
     } catch (err) {
@@ -111,6 +122,8 @@ export class NoWaitWrites {
   }
 
   private once<T>(write: () => T): T {
+    // Closed while a write waited for its next try (shutdown): the write itself says what that means.
+    if (!this.db.open) return write();
     // A PRAGMA busy_timeout takes effect when prepared, so it cannot be a reused statement; exec
     // prepares and runs it without building a statement object and its rows (1.1 µs the pair
     // against 6.1 µs through db.pragma: BENCHMARKS.md §9, "Where a miss's time goes").

@@ -2,15 +2,15 @@ import type { CacheEntry, CacheStats, NewEntry } from '../../domain/cache-entry.
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { MaybePromise, ResponseCache } from '../ports.js';
 import type { NoWaitWrites } from './no-wait.js';
-import { purgeInBatches } from './cache-purge.js';
+import { PURGE_BATCH, PURGE_LOCK_WAIT_MS, purgeInBatches } from './cache-purge.js';
 import type { CacheStore } from './cache.js';
 
 /**
  * The server's response cache port: the store itself, except that a purge runs in batches
  * with the event loop's turn between them (cache-purge.ts), so that an admin purge of a large
  * cache never stalls the requests being served. CacheStore.purge (one transaction) is the
- * CLI's; so does the maintenance pass. A put waits for a lock off the event loop
- * (no-wait.ts). Every other call goes straight to the store: get and recordHit are the hit path.
+ * CLI's; so does the maintenance pass. A put and a purge's batches wait for a lock off the
+ * event loop (no-wait.ts). Every other call goes straight to the store: get and recordHit are the hit path.
  */
 export class ServingCache implements ResponseCache {
   constructor(
@@ -36,7 +36,8 @@ export class ServingCache implements ResponseCache {
   }
 
   purge(filter: PurgeFilter): Promise<number> {
-    return purgeInBatches(this.store, filter);
+    const noWait = this.noWait;
+    return purgeInBatches(this.store, filter, PURGE_BATCH, noWait ? (batch) => noWait.alone(batch, PURGE_LOCK_WAIT_MS) : undefined);
   }
 
   readStats(): Promise<CacheStats> {
