@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Checkpointer } from '../../src/store/sqlite/checkpointer.js';
+import { Checkpointer, type CheckpointResult } from '../../src/store/sqlite/checkpointer.js';
 import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
 import { startStack } from '../helpers/stack.js';
 
@@ -122,7 +122,8 @@ describe('Checkpointer', () => {
     const file = tempFile();
     const db = openDatabase(file, MIGRATIONS, { autoCheckpoint: false });
     const { errors, onError } = collectErrors();
-    const ck = new Checkpointer([file], { intervalMs: 10, truncateAboveBytes: 1024 * 1024, onError });
+    const truncations: CheckpointResult[] = [];
+    const ck = new Checkpointer([file], { intervalMs: 10, truncateAboveBytes: 1024 * 1024, onError, onTruncate: (r) => truncations.push(r) });
     let written = 0;
     let maxWal = 0;
     try {
@@ -143,6 +144,16 @@ describe('Checkpointer', () => {
       const [r] = await ck.checkpoint();
       expect(r).toMatchObject({ mode: 'PASSIVE', busy: false, log: 0 });
       expect(errors).toEqual([]);
+      // Each truncation was reported (for the log line 'WAL truncated'): the PASSIVE passes made
+      // first, without the lock, and how long the TRUNCATE itself took.
+      const done = truncations.filter((t) => !t.busy);
+      expect(done.length).toBeGreaterThanOrEqual(10);
+      for (const t of truncations) {
+        expect(t.walBytes).toBeGreaterThan(1024 * 1024);
+        expect(t.passes).toBeGreaterThanOrEqual(1);
+        expect(t.passes).toBeLessThanOrEqual(4);
+        expect(t.lockMs).toBeGreaterThanOrEqual(0);
+      }
     } finally {
       await ck.close();
       db.close();

@@ -74,6 +74,9 @@ export class SqliteBackend implements StorageBackend {
       if (server) {
         this.checkpointer = new Checkpointer([this.main!.db.name, this.cacheDb!.db.name], {
           onError: (err, file) => opts.log?.error({ err, file }, 'WAL checkpoint failed'),
+          // Rare (a WAL past 64 MiB) and the one checkpoint that holds the write lock: how long, for whoever reads a stall.
+          onTruncate: (r) =>
+            opts.log?.info({ file: r.file, wal_bytes: r.walBytes, passive_passes: r.passes, lock_ms: Math.round(r.lockMs * 10) / 10, busy: r.busy }, 'WAL truncated'),
         });
       }
     } catch (err) {

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { isPromise, type MaybePromise, type ResponseCache } from '../ports.js';
 import type { NoWaitWrites } from './no-wait.js';
 import { DataVersionWatch } from './data-version.js';
@@ -171,6 +172,15 @@ export class CacheStore implements ResponseCache {
   /** False once the database is closed (at shutdown): long batched work stops there. */
   isOpen(): boolean {
     return this.db.open;
+  }
+
+  /** The size of cache.db's WAL file now (0 when there is none). */
+  walBytes(): number {
+    try {
+      return statSync(`${this.db.name}-wal`).size;
+    } catch {
+      return 0;
+    }
   }
 
   /** The highest rowid stored: entries stored later have higher ones. */

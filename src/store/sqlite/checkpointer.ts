@@ -14,6 +14,8 @@ export interface CheckpointerOptions {
   closeTimeoutMs?: number;
   /** Called for every failed checkpoint (`file`) or worker failure (`file` null). Never throws out. */
   onError: (err: Error, file: string | null) => void;
+  /** Called for every TRUNCATE checkpoint (rare: a WAL past truncateAboveBytes), for the log. Never throws out. */
+  onTruncate?: (result: CheckpointResult) => void;
 }
 
 export interface CheckpointResult {
@@ -26,6 +28,10 @@ export interface CheckpointResult {
   /** Frames in the WAL, and how many of them are now in the database file. */
   log: number;
   checkpointed: number;
+  /** TRUNCATE: the PASSIVE passes made first, without the write lock. */
+  passes: number;
+  /** TRUNCATE: how long its last try took, which is about how long it held the write lock when not busy. */
+  lockMs: number;
 }
 
 interface Reply {
@@ -34,8 +40,18 @@ interface Reply {
   errors: Array<{ file: string; message: string; code?: string }>;
 }
 
+/** A WAL file larger than this is truncated by the next checkpoint (CheckpointerOptions.truncateAboveBytes). */
+export const WAL_TRUNCATE_ABOVE_BYTES = 64 * 1024 * 1024;
+
 /** Attempts at a TRUNCATE checkpoint per tick, 2 ms apart, while writes keep taking the lock. */
 const TRUNCATE_TRIES = 10;
+/**
+ * Before a TRUNCATE, PASSIVE passes (at most this many) until less than CATCH_UP_BYTES was
+ * written to the WAL during the last one: what the TRUNCATE copies, and fsyncs, it does holding
+ * the write lock.
+ */
+const CATCH_UP_PASSES = 4;
+const CATCH_UP_BYTES = 1024 * 1024;
 
 /*
  * The worker body is a small inline script run with `eval: true`, not a file of its own.
@@ -53,25 +69,36 @@ const TRUNCATE_TRIES = 10;
  */
 const WORKER_BODY = `
 const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
-const { statSync } = process.getBuiltinModule('node:fs');
+const { statSync, openSync, fsyncSync, closeSync } = process.getBuiltinModule('node:fs');
 const { createRequire } = process.getBuiltinModule('node:module');
 const Database = createRequire(workerData.driver)(workerData.driver);
 const conns = new Map();
 const pause = new Int32Array(new SharedArrayBuffer(4));
+const syncFile = (f) => { const fd = openSync(f, 'r'); try { fsyncSync(fd); } finally { closeSync(fd); } };
 const walSize = (file) => { try { return statSync(file + '-wal').size; } catch { return 0; } };
 function checkpoint(file, again) {
   let db = conns.get(file);
   if (!db) { db = new Database(file, { fileMustExist: true, timeout: 0 }); conns.set(file, db); }
   const walBytes = walSize(file);
   const mode = walBytes > workerData.truncateAboveBytes ? 'TRUNCATE' : 'PASSIVE';
-  let r;
+  let r, passes = 0, lockMs = 0;
   if (mode === 'TRUNCATE') {
-    // TRUNCATE holds the write lock while it copies: copy first without it (PASSIVE), so that
-    // it holds the lock only for the frames written since, the fsync and the truncation. It
-    // never waits for the lock (busy timeout 0): when a write holds it, try again shortly.
-    db.pragma('wal_checkpoint(PASSIVE)');
+    // TRUNCATE holds the write lock while it copies and fsyncs: copy first without it (PASSIVE,
+    // again while the writes keep ahead), so that it holds the lock only for the frames written
+    // since, their fsync and the truncation. It never waits for the lock (busy timeout 0): when a
+    // write holds it, try again shortly.
+    let size = walBytes, appended;
+    do { r = db.pragma('wal_checkpoint(PASSIVE)')[0]; passes++; const now = walSize(file); appended = now - size; size = now; }
+    while (appended > workerData.catchUpBytes && passes < workerData.catchUpPasses);
+    // A PASSIVE pass that does not reach the WAL's end (writes kept coming) leaves its copies
+    // unsynced: the TRUNCATE's fsync then flushed them all under the lock (114-178 ms at 1M
+    // entries during a purge; 33-56 ms after this). Flush them, and the WAL, without it.
+    syncFile(file);
+    syncFile(file + '-wal');
     for (let i = 0; ; i++) {
+      const t0 = performance.now();
       r = db.pragma('wal_checkpoint(TRUNCATE)')[0];
+      lockMs = performance.now() - t0;
       if (r.busy === 0 || i >= workerData.truncateTries) break;
       Atomics.wait(pause, 0, 0, 2);
     }
@@ -79,7 +106,7 @@ function checkpoint(file, again) {
   // -1: this connection saw the file before it was switched to WAL (opened in between its
   // creation and its first pragma); a new connection sees the WAL.
   if (r.log === -1 && !again) { drop(file); return checkpoint(file, true); }
-  return { file, mode, walBytes, busy: r.busy !== 0, log: r.log, checkpointed: r.checkpointed };
+  return { file, mode, walBytes, busy: r.busy !== 0, log: r.log, checkpointed: r.checkpointed, passes, lockMs };
 }
 function drop(file) { try { conns.get(file)?.close(); } catch {} conns.delete(file); }
 parentPort.on('message', (msg) => {
@@ -126,8 +153,10 @@ export class Checkpointer {
       workerData: {
         files: files.map((f) => resolve(f)),
         driver: createRequire(import.meta.url).resolve('better-sqlite3'),
-        truncateAboveBytes: opts.truncateAboveBytes ?? 64 * 1024 * 1024,
+        truncateAboveBytes: opts.truncateAboveBytes ?? WAL_TRUNCATE_ABOVE_BYTES,
         truncateTries: TRUNCATE_TRIES,
+        catchUpPasses: CATCH_UP_PASSES,
+        catchUpBytes: CATCH_UP_BYTES,
       },
     });
     this.worker.on('message', (reply: Reply) => {
@@ -135,6 +164,14 @@ export class Checkpointer {
       this.pending.delete(reply.id);
       for (const e of reply.errors) {
         this.onError(Object.assign(new Error(`WAL checkpoint of ${e.file} failed: ${e.message}`), { code: e.code }), e.file);
+      }
+      for (const r of reply.results) {
+        if (r.mode !== 'TRUNCATE') continue;
+        try {
+          opts.onTruncate?.(r);
+        } catch {
+          // As onError: the log must not take the gateway down.
+        }
       }
       p?.resolve(reply.results);
     });
