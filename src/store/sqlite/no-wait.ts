@@ -108,7 +108,7 @@ export class NoWaitWrites {
    * held cache.db's lock past a miss's 100 ms, and a purge then failed halfway.
    */
   alone<T>(write: () => T, budgetMs = this.budgetMs): MaybePromise<T> {
-    return this.gate.runRetrying(() => this.once(write), budgetMs);
+    return this.gate.runRetrying(() => this.withoutWaiting(write), budgetMs);
   }
 
   private whenWritten<T>(write: () => T, done: (value: T) => void, failed: (err: unknown) => void): void {
@@ -121,7 +121,12 @@ export class NoWaitWrites {
     }
   }
 
-  private once<T>(write: () => T): T {
+  /**
+   * `write` once, with the connection's busy timeout at 0: SQLITE_BUSY at once when another
+   * connection holds the lock, for a caller that waits from a timer itself (the maintenance
+   * pass's steps, which cannot simply be run again: ServingCache.maintain).
+   */
+  withoutWaiting<T>(write: () => T): T {
     // Closed while a write waited for its next try (shutdown): the write itself says what that means.
     if (!this.db.open) return write();
     // A PRAGMA busy_timeout takes effect when prepared, so it cannot be a reused statement; exec
