@@ -12,6 +12,12 @@ const MAX_RETRY_MS = 30_000;
  * the process down: the error goes to `onError`, the owner keeps its batch, and the flush is
  * tried again after a backoff that doubles up to 30 s, then resets after a success.
  */
+/**
+ * How a timed flush is run: `flush` itself by default; the embedded server's tollgate.db flushes
+ * go through NoWaitWrites.timed, so that a flush never waits for a lock on the event loop.
+ */
+export type TimedFlush = (flush: () => MaybePromise<void>) => MaybePromise<void>;
+
 export class FlushTimer {
   private timer: NodeJS.Timeout | null = null;
   private failures = 0;
@@ -21,6 +27,7 @@ export class FlushTimer {
     /** May answer with a promise (a network store): its rejection is a failure like a throw. */
     private readonly flush: () => MaybePromise<void>,
     private readonly onError: (err: Error) => void = () => {},
+    private readonly timed: TimedFlush = (f) => f(),
   ) {}
 
   schedule(): void {
@@ -30,7 +37,7 @@ export class FlushTimer {
       this.timer = null;
       let written: MaybePromise<void>;
       try {
-        written = this.flush();
+        written = this.timed(this.flush);
       } catch (err) {
         return this.failed(err);
       }

@@ -1,4 +1,4 @@
-import { FlushTimer } from './flush-timer.js';
+import { FlushTimer, type TimedFlush } from './flush-timer.js';
 import { isPromise, type LastUsed, type MaybePromise } from './ports.js';
 import { gated, type WriteGate } from './write-gate.js';
 
@@ -18,9 +18,9 @@ export class LastUsedBatcher implements LastUsed {
   constructor(
     private readonly sink: LastUsedSink,
     flushEveryMs = 5_000,
-    private readonly opts: { gate?: WriteGate | null; onWriteError?: (err: Error) => void } = {},
+    private readonly opts: { gate?: WriteGate | null; onWriteError?: (err: Error) => void; timed?: TimedFlush } = {},
   ) {
-    this.timer = new FlushTimer(flushEveryMs, () => this.flush(), opts.onWriteError);
+    this.timer = new FlushTimer(flushEveryMs, () => this.flush(), opts.onWriteError, opts.timed);
   }
 
   touch(keyId: string, at: number): void {

@@ -39,6 +39,8 @@ export class WriteGate {
   private backoffMs = 0;
   private failingSince: number | null = null;
   private code: string | null = null;
+  /** Inside toleratingBusy(): a SQLITE_BUSY refusal is the caller's to try again, not a failure. */
+  private busyTolerated = false;
 
   constructor(
     readonly database: string,
@@ -102,8 +104,24 @@ export class WriteGate {
     return now;
   }
 
+  /**
+   * `fn`, in which a write refused with SQLITE_BUSY is not counted as a failure (the gate stays
+   * as it is): for a caller that tries again by itself and counts only its last refusal
+   * (NoWaitWrites.timed). Synchronous writes only.
+   */
+  toleratingBusy<T>(fn: () => T): T {
+    const was = this.busyTolerated;
+    this.busyTolerated = true;
+    try {
+      return fn();
+    } finally {
+      this.busyTolerated = was;
+    }
+  }
+
   /** A write failed: a bug is not an outage, so only the database's own refusals shut the gate. */
   private refused(err: unknown, now: number): void {
+    if (this.busyTolerated && isBusy(err)) return;
     if (isStorageError(err)) this.failed(err as Error, now);
   }
 

@@ -74,7 +74,7 @@ export class LedgerStore implements Ledger {
     this.noWait = opts.noWait ?? null;
     this.writer = new LedgerWriter(db, budgets, this.gate);
     this.abandoned = new AbandonedReservations(db);
-    this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.writeQueued(), opts.onWriteError);
+    this.timer = new FlushTimer(opts.flushEveryMs ?? 1_000, () => this.writeQueued(), opts.onWriteError, this.noWait?.timed);
     this.onWriteError = opts.onWriteError ?? (() => {});
     this.onAbandonedCharged = opts.onAbandonedCharged ?? (() => {});
   }

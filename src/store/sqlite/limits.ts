@@ -1,6 +1,6 @@
 import type { Clock } from '../../domain/clock.js';
 import type { DB } from './db.js';
-import { FlushTimer } from '../flush-timer.js';
+import { FlushTimer, type TimedFlush } from '../flush-timer.js';
 import { gated, type WriteGate } from '../write-gate.js';
 import { WindowCounters, type Window } from '../window-counters.js';
 
@@ -25,10 +25,10 @@ export class LimitStore extends WindowCounters {
     private readonly db: DB,
     clock: Clock,
     flushEveryMs = 1_000,
-    private readonly opts: { gate?: WriteGate; onWriteError?: (err: Error) => void } = {},
+    private readonly opts: { gate?: WriteGate; onWriteError?: (err: Error) => void; timed?: TimedFlush } = {},
   ) {
     super(clock);
-    this.timer = new FlushTimer(flushEveryMs, () => this.flush(), opts.onWriteError);
+    this.timer = new FlushTimer(flushEveryMs, () => this.flush(), opts.onWriteError, opts.timed);
     this.loadStmt = db.prepare<[string, number], { start: number; count: number }>('SELECT start, count FROM rate_windows WHERE scope = ? AND window_ms = ?');
     this.saveStmt = db.prepare(
       'INSERT INTO rate_windows (scope, window_ms, start, count) VALUES (?, ?, ?, ?) ON CONFLICT (scope, window_ms) DO UPDATE SET start = excluded.start, count = excluded.count',

@@ -66,10 +66,10 @@ export class MainStores {
     this.teams = new TeamStore(this.db, clock, this.audit);
     this.sessions = new SessionStore(this.db);
     this.alerts = new SqliteBudgetAlerts(this.db);
-    this.lastUsed = new LastUsedBatcher(this.keys, 5_000, { gate, onWriteError });
-    this.limits = new LimitStore(this.db, clock, 1_000, { gate: gate ?? undefined, onWriteError });
-    // A request's own writes (its reservation, its charged row) never wait for a lock on the event loop.
+    // A request's own writes (its reservation, its charged row) and the timed flushes never wait for a lock on the event loop.
     const noWait = gate && new NoWaitWrites(this.db, gate);
+    this.lastUsed = new LastUsedBatcher(this.keys, 5_000, { gate, onWriteError, timed: noWait?.timed });
+    this.limits = new LimitStore(this.db, clock, 1_000, { gate: gate ?? undefined, onWriteError, timed: noWait?.timed });
     this.budgets = new BudgetStore(this.db, gate, noWait);
     const onAbandonedCharged = (r: { requests: number; credits: number }) => log?.warn(r, ABANDONED_CHARGED);
     this.ledger = new LedgerStore(this.db, this.budgets, { gate, onWriteError, reader: opts.reader, noWait, onAbandonedCharged });
