@@ -3,7 +3,7 @@ import type { DB } from './db.js';
 import type { HitCounts } from './hit-counts.js';
 import type { HotEntries } from './hot-entries.js';
 import type { MaybePromise } from '../ports.js';
-import { WAL_TRUNCATE_ABOVE_BYTES } from './checkpointer.js';
+import { betweenBatches } from './batch-pause.js';
 
 export interface PurgeFilter {
   identity?: string;
@@ -30,9 +30,6 @@ export const PURGE_BATCH = 500;
  * before it committed.
  */
 export const PURGE_LOCK_WAIT_MS = 5_000;
-
-/** The pause between two purge batches while the WAL waits to be truncated: longer than the Checkpointer's tries at it (10, 2 ms apart). */
-const PURGE_WAL_PAUSE_MS = 25;
 
 /** The WHERE clause selecting `filter`'s entries, or null when it selects none. */
 export function purgeWhere(filter: PurgeFilter): { where: string; params: string[] } | null {
@@ -69,11 +66,7 @@ export async function purgeInBatches(
     const n = await write(() => (cache.isOpen() ? cache.purgeBatch(filter, upTo, batch) : 0));
     purged += n;
     if (n < batch) return purged;
-    // A WAL past the Checkpointer's truncation size waits for a moment without writes to be
-    // truncated. Back to back, the batches never left it one (a turn is ~0.1 ms): at 1M entries
-    // the WAL grew to 540 MB, and its truncation then held the write lock for 142 ms. A pause
-    // lets it in.
-    await new Promise((r) => (cache.walBytes() > WAL_TRUNCATE_ABOVE_BYTES ? setTimeout(r, PURGE_WAL_PAUSE_MS) : setImmediate(r)));
+    await betweenBatches(cache.walBytes());
   }
 }
 

@@ -1,4 +1,3 @@
-import { statSync } from 'node:fs';
 import { isPromise, type MaybePromise, type ResponseCache } from '../ports.js';
 import type { NoWaitWrites } from './no-wait.js';
 import { DataVersionWatch } from './data-version.js';
@@ -16,6 +15,7 @@ import { MAINTENANCE_STEP, type CacheStoreOptions } from './cache-options.js';
 import type { TurnReads } from './turn-reads.js';
 import type { ReadWorker } from './read-worker.js';
 import { gated, type WriteGate } from '../write-gate.js';
+import { walBytes } from './batch-pause.js';
 
 export { CACHE_MIGRATIONS } from './cache-schema.js';
 export type { CacheStats } from './cache-stats.js';
@@ -176,11 +176,7 @@ export class CacheStore implements ResponseCache {
 
   /** The size of cache.db's WAL file now (0 when there is none). */
   walBytes(): number {
-    try {
-      return statSync(`${this.db.name}-wal`).size;
-    } catch {
-      return 0;
-    }
+    return walBytes(this.db.name);
   }
 
   /** The highest rowid stored: entries stored later have higher ones. */

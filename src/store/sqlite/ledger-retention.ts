@@ -3,6 +3,9 @@ import { keepRawFromDay } from '../../domain/ledger.js';
 import { DAY_MS } from './ledger-rows.js';
 import { MINUTE_MS } from '../usage-tally.js';
 import { gated, type WriteGate } from '../write-gate.js';
+import { betweenBatches, walBytes } from './batch-pause.js';
+import type { NoWaitWrites } from './no-wait.js';
+import type { MaybePromise } from '../ports.js';
 
 const MINUTES_PER_DAY = DAY_MS / MINUTE_MS;
 
@@ -14,6 +17,8 @@ export interface RetentionOptions {
   readonly retentionDays: number | null;
   /** Shared by every server writer of tollgate.db; none for one-shot connections. */
   readonly gate?: WriteGate | null;
+  /** The server's: each batch waits for a lock from a timer, not inside SQLite. */
+  readonly noWait?: NoWaitWrites | null;
   readonly batchRows?: number;
 }
 
@@ -72,14 +77,17 @@ export class LedgerRetention {
     const update = this.db.transaction(() => this.updateStmt.run(keepFrom)).immediate;
     const remove = this.db.transaction(() => this.deleteStmt.run(keepFrom * DAY_MS, batch).changes).immediate;
     const removeCounted = this.db.transaction(() => this.deleteCountedStmt.run(keepFrom * MINUTES_PER_DAY, batch).changes).immediate;
-    gated(this.opts.gate, update);
+    // The server's transactions never wait for the lock on the event loop (no-wait.ts).
+    const noWait = this.opts.noWait;
+    const write = <T>(w: () => T): MaybePromise<T> => (noWait ? noWait.alone(w) : gated(this.opts.gate, w));
+    await write(update);
     let deleted = 0;
     for (const step of [remove, removeCounted]) {
       for (;;) {
-        const n = gated(this.opts.gate, step);
+        const n = await write(step);
         deleted += n;
         if (n < batch) break;
-        await new Promise((r) => setImmediate(r));
+        await betweenBatches(walBytes(this.db.name));
         if (this.stopped) return deleted;
       }
     }

@@ -76,7 +76,7 @@ export class MainStores {
     if (!server) return;
     recoverReservations(this.ledger, log);
     this.alerts.releaseLeases();
-    const retention = (this.retention = new LedgerRetention(this.db, { retentionDays: config.ledger.retentionDays, gate }));
+    const retention = (this.retention = new LedgerRetention(this.db, { retentionDays: config.ledger.retentionDays, gate, noWait }));
     this.pruning = setInterval(() => void pruneLedger(retention, clock, log), config.ledger.pruneIntervalMs);
     this.pruning.unref();
   }
