@@ -99,6 +99,9 @@ export interface StallProbe {
   readonly bystanderWorst: number;
 }
 
+/** Two ticks of monitorEventLoopDelay's 10 ms timer (prom-client's default and the anchors'). */
+const HISTOGRAM_SETTLE_MS = 25;
+
 /**
  * `withBystander: false` for a probe read over the same spans as another one that has it (an
  * anchor's own loop beside the gateway's): the bystander's histogram is reset at each read, so
@@ -112,6 +115,10 @@ export function stallProbe(gatewayUrl: string, headers: Record<string, string> =
   return {
     async start() {
       await Promise.all([scrape(gatewayUrl, headers), b.ask('r')]);
+      // The reset also forgets when the histogram's timer last ran, so a stall that begins
+      // before its next tick (10 ms) is not recorded at all: a 150 ms stall read as 0 or ~10 ms
+      // (a test of an anchor's probe failed so under load). The span begins once it has ticked.
+      await new Promise((r) => setTimeout(r, HISTOGRAM_SETTLE_MS));
     },
     async end() {
       const [ms, other] = await Promise.all([scrape(gatewayUrl, headers), b.ask('m')]);

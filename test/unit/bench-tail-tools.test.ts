@@ -139,6 +139,19 @@ describe('stallProbe: the longest event-loop stall between two scrapes of /metri
     expect(probe.worst).toBeGreaterThanOrEqual(110);
   });
 
+  it('reads a stall that begins as soon as start() resolves (was lost: the reset forgets the histogram timer\'s last tick)', async () => {
+    const metrics = new Metrics({ perKeyLabels: false });
+    const url = await listen((_req, res) => {
+      void metrics.scrape().then((m) => res.writeHead(200, { 'content-type': m.contentType }).end(m.body));
+    });
+    const probe = stallProbe(url, {}, false);
+    await new Promise((r) => setTimeout(r, 30));
+    await probe.start();
+    busy(120);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(await probe.end()).toBeGreaterThanOrEqual(110);
+  });
+
   it("reads an anchor's own loop through its probe port, and a probe without the bystander reads it as 0", { timeout: 30_000 }, async () => {
     // work:150000: the bare anchor busy 150 ms in its handler, a stall of its own loop.
     const dir = mkdtempSync(join(tmpdir(), 'tg-anchor-probe-'));
