@@ -1,6 +1,7 @@
 import type { StorageLog } from './backend.js';
 import type { Clock } from '../domain/clock.js';
-import type { MaybePromise } from './ports.js';
+import { isPromise, type MaybePromise } from './ports.js';
+import { retryWhileBusy } from './busy-retry.js';
 import { StorageUnavailable, isBusy, sqliteCode, isStorageError } from './storage-errors.js';
 
 export interface WriteGateState {
@@ -70,15 +71,21 @@ export class WriteGate {
    */
   runRetrying<T>(write: () => T, budgetMs: number): MaybePromise<T> {
     const now = this.openAt();
-    let result: T;
+    let result: MaybePromise<T>;
     try {
-      result = write();
+      result = retryWhileBusy(write, budgetMs);
     } catch (err) {
-      if (isBusy(err) && budgetMs > 0) return this.retryBusy(write, performance.now() + budgetMs);
       this.refused(err, now);
       throw err;
     }
-    return this.landed(result);
+    if (!isPromise(result)) return this.landed(result);
+    return result.then(
+      (r) => this.landed(r),
+      (err: unknown) => {
+        this.refused(err, this.opts.clock.now());
+        throw err;
+      },
+    );
   }
 
   /** Throws StorageUnavailable while the gate is shut and within its backoff (a write queued for later is refused now). */
@@ -131,32 +138,6 @@ export class WriteGate {
     return result;
   }
 
-  private retryBusy<T>(write: () => T, deadline: number): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let pause = 1;
-      const attempt = (): void => {
-        let result: T;
-        try {
-          result = write();
-        } catch (err) {
-          const left = deadline - performance.now();
-          if (isBusy(err) && left > 0) {
-            // One last try at the deadline: a lock released just then is taken.
-            setTimeout(attempt, Math.min(pause, Math.ceil(left)));
-            pause = Math.min(pause * 2, MAX_BUSY_PAUSE_MS);
-            return;
-          }
-          this.refused(err, this.opts.clock.now());
-          reject(err as Error);
-          return;
-        }
-        resolve(this.landed(result));
-      };
-      setTimeout(attempt, pause);
-      pause *= 2;
-    });
-  }
-
   /**
    * While shut and past its backoff, try `write` as the probe (a readiness check calls it):
    * a gate that only requests could reopen would stay shut once a load balancer, seeing the
@@ -206,13 +187,6 @@ export class WriteGate {
     this.opts.onChange?.(null);
   }
 }
-
-/**
- * The longest pause between two tries of a write refused with SQLITE_BUSY (runRetrying): a
- * WAL checkpoint's truncation holds the lock 15–60 ms, so a few ms apart the write lands soon
- * after the lock is free, at a few µs per refused try.
- */
-const MAX_BUSY_PAUSE_MS = 4;
 
 /** `write` through `gate` when there is one (the server's stores); as it is for one-shot connections (the CLI's). */
 export function gated<T>(gate: WriteGate | null | undefined, write: () => T): T {

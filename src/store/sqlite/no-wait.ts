@@ -2,9 +2,7 @@ import type { WriteGate } from '../write-gate.js';
 import { isBusy, isStorageError } from '../storage-errors.js';
 import { isPromise, type MaybePromise } from '../ports.js';
 import type { DB } from './db.js';
-
-/** The longest pause between two tries of a timed flush refused with SQLITE_BUSY. */
-const MAX_FLUSH_PAUSE_MS = 8;
+import { retryWhileBusy } from '../busy-retry.js';
 
 /** One queued write and what its caller waits on. */
 interface Queued {
@@ -126,26 +124,25 @@ export class NoWaitWrites {
 
   /**
    * A timed flush (FlushTimer) that never waits for a lock on the event loop: it runs with the
-   * busy timeout at 0 and, refused with SQLITE_BUSY, is tried again from a timer (1, 2, 4, 8…
-   * ms apart) without the gate counting the refusal, for up to the busy timeout. A last try
-   * then counts: refused again, the gate shuts as after a busy timeout, and the FlushTimer backs
+   * busy timeout at 0 and, refused with SQLITE_BUSY, is tried again from a timer
+   * (retryWhileBusy) without the gate counting the refusal, for up to the busy timeout. A last
+   * try then counts: refused again, the gate shuts as after a busy timeout, and the FlushTimer backs
    * off. A flush keeps whatever it could not write, so each try writes what is left.
    */
   readonly timed = (flush: () => MaybePromise<void>): MaybePromise<void> => {
-    const deadline = performance.now() + this.budgetMs;
-    let pause = 1;
-    const attempt = (): MaybePromise<void> => {
-      const last = performance.now() >= deadline;
-      try {
-        return last ? this.withoutWaiting(flush) : this.gate.toleratingBusy(() => this.withoutWaiting(flush));
-      } catch (err) {
-        if (last || !isBusy(err)) throw err;
-        const wait = Math.max(1, Math.min(pause, Math.ceil(deadline - performance.now())));
-        pause = Math.min(pause * 2, MAX_FLUSH_PAUSE_MS);
-        return new Promise<void>((resolve) => setTimeout(resolve, wait)).then(attempt);
-      }
+    const counted = () => this.withoutWaiting(flush);
+    const last = (err: unknown): MaybePromise<void> => {
+      if (!isBusy(err)) throw err;
+      return counted();
     };
-    return attempt();
+    let tried: MaybePromise<void>;
+    try {
+      // SQLite's flushes are synchronous; a promise one would still settle as its tries do.
+      tried = retryWhileBusy(() => this.gate.toleratingBusy(counted), this.budgetMs) as MaybePromise<void>;
+    } catch (err) {
+      return last(err);
+    }
+    return isPromise(tried) ? tried.catch(last) : tried;
   };
 
   /**

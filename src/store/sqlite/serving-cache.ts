@@ -4,10 +4,10 @@ import type { MaybePromise, ResponseCache } from '../ports.js';
 import type { NoWaitWrites } from './no-wait.js';
 import { PURGE_BATCH, PURGE_LOCK_WAIT_MS, purgeInBatches } from './cache-purge.js';
 import type { CacheStore } from './cache.js';
-import { isBusy } from '../storage-errors.js';
+import { retryWhileBusy } from '../busy-retry.js';
 
-/** The longest pause of a maintenance pass refused with SQLITE_BUSY before it tries again. */
-const MAX_MAINTENANCE_PAUSE_MS = 8;
+/** A maintenance pass's step once the database has closed: the pass ends there. */
+const CLOSED: IteratorResult<number, void> = { done: true, value: undefined };
 
 /**
  * The server's response cache port: the store itself, except that a purge runs in batches
@@ -55,34 +55,26 @@ export class ServingCache implements ResponseCache {
    *
    * A step never waits for a lock on the event loop (no-wait.ts): refused with SQLITE_BUSY (the
    * Checkpointer's truncation holds cache.db's lock ~20 ms), the pass pauses on a timer and goes
-   * on as a new pass, for as long as the connection's busy timeout would have waited; past that
-   * it fails as before, and the next interval's pass tries again. A new pass loses nothing:
+   * on as a new pass (retryWhileBusy), for as long as the connection's busy timeout would have
+   * waited; past that it fails as before, and the next interval's pass tries again. A new pass loses nothing:
    * counted hits stay counted until written, and eviction's scan begins again.
    */
   async maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): Promise<number> {
     const noWait = this.noWait;
     let removed = 0;
     let steps = this.store.maintainSteps(maxBytes, deadBefore);
-    let deadline = Infinity;
-    let pause = 1;
+    const next = noWait
+      ? () =>
+          retryWhileBusy(
+            () => (this.store.isOpen() ? noWait.withoutWaiting(() => steps.next()) : CLOSED),
+            noWait.budgetMs,
+            () => (steps = this.store.maintainSteps(maxBytes, deadBefore)),
+          )
+      : () => steps.next();
     for (;;) {
-      let step: IteratorResult<number, void>;
-      try {
-        step = noWait ? noWait.withoutWaiting(() => steps.next()) : steps.next();
-      } catch (err) {
-        if (!noWait || !isBusy(err)) throw err;
-        deadline = Math.min(deadline, performance.now() + noWait.budgetMs);
-        if (performance.now() >= deadline) throw err;
-        await new Promise((r) => setTimeout(r, pause));
-        pause = Math.min(pause * 2, MAX_MAINTENANCE_PAUSE_MS);
-        if (!this.store.isOpen()) break;
-        steps = this.store.maintainSteps(maxBytes, deadBefore);
-        continue;
-      }
+      const step = await next();
       if (step.done) break;
       removed += step.value;
-      deadline = Infinity;
-      pause = 1;
       await new Promise((r) => setImmediate(r));
       if (!this.store.isOpen()) break;
     }
