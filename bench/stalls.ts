@@ -1,8 +1,8 @@
 /**
  * What stalls the gateway's event loop, by hand (`npm run build && npx tsx bench/stalls.ts [phases]`):
  * the gateway runs with bench/lib/long-task-probe.mjs preloaded and `--cpu-prof`, through
- * phases of load (hits at saturation, misses at concurrency 16, idle spans between them, an
- * admin purge of every profile entry);
+ * phases of load (hits at saturation, hits at a constant rate, misses at concurrency 16, idle
+ * spans between them, an admin purge of every profile entry);
  * every stall the probe saw (≥ STALL_PROBE_MS, 15 ms by default) is then printed
  * with the garbage collections inside it and the functions the profile sampled during it.
  * Diagnosis only: it writes nothing to BENCHMARKS.md. TOLLGATE_BENCH_TARGET picks another build.
@@ -15,6 +15,7 @@ import { fillThroughGateway, randomPaths } from './hit.js';
 import { analyze, monotonicUs } from './lib/cpuprofile.js';
 import { ROOT } from './lib/dist.js';
 import { runLoad } from './lib/load.js';
+import { runConstantRate } from './lib/open-loop.js';
 import { entityPath, SIM_KEY, startStack } from './lib/stack.js';
 import { populate, profileTemplates } from './lib/populate.js';
 import { startSimulator } from './lib/procs.js';
@@ -94,6 +95,12 @@ async function main(): Promise<void> {
           pathsFor: () => Array.from({ length: n }, () => entityPath(nextMiss++)),
         });
         note = `${Math.round(r.rps)} req/s, ${r.cpuUsPerRequest.toFixed(1)} µs CPU, p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms`;
+      } else if (phase === 'rate') {
+        // Hits at a constant rate (STALLS_RATE a second, 10,000 by default), as the tail
+        // benchmark's 50%-of-max rounds: what delays the slowest answers when the loop has room.
+        const rate = Number(process.env.STALLS_RATE ?? 10_000);
+        const r = await runConstantRate({ url: stack.gw.url, rate, durationS: 8, settleS: 1, connections: 64, paths: randomPaths(ENTITIES)(0), headers: stack.auth, serverPid: stack.gw.pid });
+        note = `${rate}/s: ${Math.round(r.rps)} answers/s, ${r.cpuUsPerRequest.toFixed(1)} µs CPU, p99 ${r.p99.toFixed(1)} p99.9 ${r.p999.toFixed(1)} max ${r.max.toFixed(1)} ms, generator stall ${r.generatorStallMs.toFixed(1)} ms`;
       } else if (phase === 'purge') {
         // Every profile entry, in the server's batches (benchmark 7's purge; run it last: the
         // hits after it would be misses).
