@@ -4,6 +4,12 @@ import { isPromise, type MaybePromise } from './ports.js';
 const MAX_RETRY_MS = 30_000;
 
 /**
+ * How a timed flush is run: `flush` itself by default; the embedded server's tollgate.db flushes
+ * go through NoWaitWrites.timed, so that a flush never waits for a lock on the event loop.
+ */
+export type TimedFlush = (flush: () => MaybePromise<void>) => MaybePromise<void>;
+
+/**
  * Debounced write-behind: the first `schedule()` after a flush arms one timer; the owner's
  * flush calls `cancel()`. Batching keeps SQLite writes off the request path for data that
  * may lag by `everyMs` (hit counters, zero-credit ledger rows, rate windows, last-used).
@@ -12,12 +18,6 @@ const MAX_RETRY_MS = 30_000;
  * the process down: the error goes to `onError`, the owner keeps its batch, and the flush is
  * tried again after a backoff that doubles up to 30 s, then resets after a success.
  */
-/**
- * How a timed flush is run: `flush` itself by default; the embedded server's tollgate.db flushes
- * go through NoWaitWrites.timed, so that a flush never waits for a lock on the event loop.
- */
-export type TimedFlush = (flush: () => MaybePromise<void>) => MaybePromise<void>;
-
 export class FlushTimer {
   private timer: NodeJS.Timeout | null = null;
   private failures = 0;

@@ -92,7 +92,8 @@ function checkpoint(file, again) {
     while (appended > workerData.catchUpBytes && passes < workerData.catchUpPasses);
     // A PASSIVE pass that does not reach the WAL's end (writes kept coming) leaves its copies
     // unsynced: the TRUNCATE's fsync then flushed them all under the lock (114-178 ms at 1M
-    // entries during a purge; 33-56 ms after this). Flush them, and the WAL, without it.
+    // entries during a purge; 33-56 ms after this, ~20 ms once bulk deletes also pause for it:
+    // batch-pause.ts). Flush them, and the WAL, without it.
     syncFile(file);
     syncFile(file + '-wal');
     for (let i = 0; ; i++) {
