@@ -56,8 +56,8 @@ export class ServingCache implements ResponseCache {
    * A step never waits for a lock on the event loop (no-wait.ts): refused with SQLITE_BUSY (the
    * Checkpointer's truncation holds cache.db's lock ~20 ms), the pass pauses on a timer and goes
    * on as a new pass (retryWhileBusy), for as long as the connection's busy timeout would have
-   * waited; past that it fails as before, and the next interval's pass tries again. A new pass loses nothing:
-   * counted hits stay counted until written, and eviction's scan begins again.
+   * waited; past that it fails as before, and the next interval's pass tries again. A new pass
+   * loses nothing: counted hits stay counted until written, and eviction's scan begins again.
    */
   async maintain(maxBytes: number, deadBefore: (endpoint: string, status: number) => number): Promise<number> {
     const noWait = this.noWait;
