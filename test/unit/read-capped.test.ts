@@ -34,3 +34,30 @@ describe('readCapped: a response body read whole, up to a cap', () => {
     await expect(read).rejects.toMatchObject({ code: 'ECONNRESET' });
   });
 });
+
+describe('readCapped: what a body read to its end costs', () => {
+  it('builds no Error when the body closes after its end (every provider answer does)', async () => {
+    const built: string[] = [];
+    const RealError = globalThis.Error;
+    // Counts `new Error(...)` made anywhere while it is installed; restored before any assertion.
+    globalThis.Error = new Proxy(RealError, {
+      construct(target, args: [string?]) {
+        built.push(String(args[0]));
+        return Reflect.construct(target, args);
+      },
+    });
+    try {
+      const body = new PassThrough();
+      const closed = new Promise((r) => body.once('close', r));
+      const read = readCapped(body, 100);
+      body.end(Buffer.from('{"data":{}}'));
+      const bytes = await read;
+      await closed;
+      await new Promise((r) => setImmediate(r));
+      expect(bytes!.toString()).toBe('{"data":{}}');
+    } finally {
+      globalThis.Error = RealError;
+    }
+    expect(built).toEqual([]);
+  });
+});
