@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { sortedByRowid } from '../../src/store/sqlite/drain-order.js';
 import { HitCounts, MIN_ROWS_PER_STEP, nextRowsPerStep } from '../../src/store/sqlite/hit-counts.js';
 import type { StoredEntry } from '../../src/store/sqlite/cache-entry.js';
 
@@ -103,6 +104,30 @@ describe('HitCounts', () => {
         expect(c.empty).toBe(true);
       }),
     );
+  });
+});
+
+describe('sortedByRowid: a drain\'s rows in rowid order', () => {
+  const counted = (rowids: number[]) => new Map(rowids.map((id, i) => [id, { n: i + 1, at: id % 1000 }] as const));
+  const naive = (rows: Map<number, { n: number; at: number }>) =>
+    [...rows].sort((a, b) => a[0] - b[0]).map(([id, r]) => [id, r.n, r.at]);
+  const asRows = ([ids, ns, ats]: [Float64Array, Float64Array, Float64Array]) => [...ids].map((id, j) => [id, ns[j], ats[j]]);
+
+  it('orders any rowids with their own counts, packed (rowids below 2^32) or not (any rowid up to 2^53)', () => {
+    const rowid = fc.oneof(fc.integer({ min: 1, max: 2 ** 32 - 1 }), fc.integer({ min: 1, max: 2_000 }), fc.integer({ min: 2 ** 32, max: Number.MAX_SAFE_INTEGER }));
+    fc.assert(
+      fc.property(fc.uniqueArray(rowid, { maxLength: 300 }), (ids) => {
+        const rows = counted(ids);
+        expect(asRows(sortedByRowid(rows))).toEqual(naive(rows));
+      }),
+    );
+  });
+
+  it('keeps the largest packable rowid and the first unpackable one exact', () => {
+    for (const ids of [[2 ** 32 - 1, 1, 2 ** 31], [2 ** 32, 5, 2 ** 32 - 1]]) {
+      const rows = counted(ids);
+      expect(asRows(sortedByRowid(rows))).toEqual(naive(rows));
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 import type { CacheCounters } from './cache-counters.js';
 import type { StoredEntry } from './cache-entry.js';
 import type { DB } from './db.js';
+import { sortedByRowid } from './drain-order.js';
 
 /** What a flush writes: per-row counts in rowid order, and the totals for the `counters` table. */
 export interface HitBatch {
@@ -130,24 +131,13 @@ export class HitCounts {
 
   /**
    * Begin the next drain now: every row counted so far, copied and sorted. Its cost grows with
-   * the rows (7 ms for 20,000 at 1M entries, BENCHMARKS.md §9), so the server makes it a step
+   * the rows (7 ms for 20,000 at 1M entries before sortedByRowid, BENCHMARKS.md §9), so the server makes it a step
    * of its own rather than part of a write's.
    */
   beginDrain(): void {
-    const n = this.rows.size;
-    const ids = new Float64Array(n);
-    let i = 0;
-    for (const id of this.rows.keys()) ids[i++] = id;
-    ids.sort();
-    const ns = new Float64Array(n);
-    const ats = new Float64Array(n);
-    for (let j = 0; j < n; j++) {
-      const r = this.rows.get(ids[j]!)!;
-      ns[j] = r.n;
-      ats[j] = r.at;
-    }
+    [this.ids, this.ns, this.ats] = sortedByRowid(this.rows);
     this.rows = new Map();
-    [this.ids, this.ns, this.ats, this.drainAt] = [ids, ns, ats, 0];
+    this.drainAt = 0;
   }
 
   private endDrain(): void {
