@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { failure, type Failure } from '../domain/errors.js';
@@ -32,6 +33,16 @@ export function utf8JsonBodies(scope: FastifyInstance): void {
 
 export function send(reply: FastifyReply, status: number, body: unknown) {
   return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(JSON.stringify(body));
+}
+
+/** As send(), with the body written as it is made: `head`, the parts, `tail` (a long report, admin/in-slices.ts). */
+export function sendJsonParts(reply: FastifyReply, status: number, head: string, parts: AsyncIterable<string>, tail: string) {
+  async function* body() {
+    yield head;
+    yield* parts;
+    yield tail;
+  }
+  return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(Readable.from(body()));
 }
 
 /** Admin answers are never cached by intermediaries. */

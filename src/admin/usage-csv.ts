@@ -1,9 +1,13 @@
-import { rollUp, type BreakdownRow } from './usage-rollup.js';
+import { slicesOf, textInSlices } from './in-slices.js';
+import type { RolledRow, UsageDimension } from './usage-rollup.js';
 
 /*
  * The usage export for finance (README "Usage"): RFC 4180 CSV, one row per UTC day, team and
  * key with the key's endpoints summed.
  */
+
+/** The CSV's rows: usage per UTC day, team and key, ordered so (Ledger.rollUp by these). */
+export const CSV_DIMENSIONS: readonly UsageDimension[] = ['day', 'team', 'key'];
 
 export const USAGE_CSV_HEADER = ['day', 'team', 'key_id', 'key_name', 'requests', 'cache_hits', 'credits_spent', 'credits_saved'] as const;
 
@@ -29,20 +33,26 @@ export function csvLines(records: readonly (readonly string[])[]): string {
 }
 
 /**
- * The usage CSV of `rows` (usageBreakdown): a header row, then one row per day, team and key,
- * ordered so; a key without a team (or no longer held) has an empty team, a key without a name
- * an empty key_name.
+ * The usage CSV of `rows` (Ledger.rollUp by CSV_DIMENSIONS): a header row, then one row per day,
+ * team and key, in their order; a key without a team (or no longer held) has an empty team, a
+ * key without a name an empty key_name. Formatted a slice at a time (in-slices.ts).
  */
-export function usageCsv(rows: readonly BreakdownRow[]): string {
-  const lines = rollUp(rows, ['day', 'team', 'key']).map((r) => [
-    r.day ?? '',
-    r.team ?? '',
-    r.key_id ?? '',
-    r.key_name ?? '',
-    String(r.requests),
-    String(r.cache_hits),
-    String(r.credits),
-    String(r.credits_saved),
-  ]);
-  return csvLines([[...USAGE_CSV_HEADER], ...lines]);
+export async function usageCsv(rows: readonly RolledRow[]): Promise<string> {
+  return csvLines([[...USAGE_CSV_HEADER]]) + (await textInSlices(rows, csvRecords));
+}
+
+/** As usageCsv, a slice of lines at a time, for an answer written as it is made (in-slices.ts). */
+export async function* usageCsvParts(rows: readonly RolledRow[]): AsyncGenerator<string> {
+  yield csvLines([[...USAGE_CSV_HEADER]]);
+  yield* slicesOf(rows, csvRecords);
+}
+
+/** The CSV lines of `rows`. The sums are never negative, so they are written as they are. */
+function csvRecords(rows: readonly RolledRow[]): string {
+  let out = '';
+  for (const r of rows) {
+    const text = [r.day ?? '', r.team ?? '', r.key_id ?? '', r.key_name ?? ''].map(csvField).join(',');
+    out += `${text},${r.requests},${r.cache_hits},${r.credits},${r.credits_saved}\r\n`;
+  }
+  return out;
 }

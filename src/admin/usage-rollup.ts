@@ -1,6 +1,8 @@
+import type { RolledUsage, UsageDimension } from '../domain/ledger.js';
 /*
- * Sums of usage rows over the dimensions asked for (team, key, endpoint, day): the admin API's
- * multi-group report, the dashboard's views and the CSV (usage-breakdown.ts reads the rows).
+ * Sums of usage rows over the dimensions asked for (team, key, endpoint, day), as Ledger.rollUp
+ * gives them: the definition its SQL is checked against (test/contract/breakdown.contract.ts),
+ * and how the admin API names a multi-group report's rows (groupedView).
  */
 
 /** Usage of one key on one endpoint on one UTC day. */
@@ -18,21 +20,11 @@ export interface BreakdownRow {
   credits_saved: number;
 }
 
-export type UsageDimension = 'team' | 'key' | 'endpoint' | 'day';
+export type { UsageDimension } from '../domain/ledger.js';
 export const USAGE_DIMENSIONS: readonly UsageDimension[] = ['key', 'team', 'day', 'endpoint'];
 
-/** A BreakdownRow summed over the dimensions not asked for, which are null (`key` keeps key_id and key_name). */
-export interface RolledRow {
-  day: string | null;
-  team: string | null;
-  key_id: string | null;
-  key_name: string | null;
-  endpoint: string | null;
-  requests: number;
-  cache_hits: number;
-  credits: number;
-  credits_saved: number;
-}
+/** A BreakdownRow summed over the dimensions not asked for, which are null (`key` keeps key_id and key_name): Ledger.rollUp's rows. */
+export type RolledRow = RolledUsage;
 
 /** Strings by code unit (byte order for ASCII, as the stores order them), null last. */
 export function compareNullable(a: string | null, b: string | null): number {

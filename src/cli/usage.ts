@@ -1,6 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { usageGroups, usageWindow } from '../admin/usage.js';
-import { groupedView, rollUp, usageBreakdown, usageCsv } from '../admin/usage-breakdown.js';
+import { CSV_DIMENSIONS, groupedView, usageCsv } from '../admin/usage-breakdown.js';
 import { CliError, configFrom, examples, jsonOption, printJson, withStorage, type GlobalOpts } from './common.js';
 import { USAGE_GROUPS, UsageRangePruned, type UsageGroup, type UsageRow } from '../domain/ledger.js';
 
@@ -73,9 +73,10 @@ export function registerUsage(program: Command): void {
     };
     const config = configFrom(this.optsWithGlobals<GlobalOpts>());
     if (o.csv || o.by.length > 1) {
-      const rows = await withStorage(config, 'main', 'read', (storage) => usageBreakdown({ backend: storage }, w.from, w.to).catch(pruned));
-      if (o.csv) return void process.stdout.write(usageCsv(rows));
-      const grouped = groupedView(rollUp(rows, o.by), o.by);
+      const dims = o.csv ? CSV_DIMENSIONS : o.by;
+      const rows = await withStorage(config, 'main', 'read', (storage) => storage.ledger.rollUp(w.from, w.to, dims).catch(pruned));
+      if (o.csv) return void process.stdout.write(await usageCsv(rows));
+      const grouped = groupedView(rows, o.by);
       if (o.json) return printJson(grouped);
       console.log(`Usage ${new Date(w.from).toISOString()} … ${new Date(w.to).toISOString()}`);
       return console.log(grouped.length === 0 ? 'No requests in this window.' : groupedTable(grouped, o.by));

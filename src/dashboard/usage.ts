@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { compactTime, usageWindow } from '../admin/usage.js';
-import { rollUp, usageBreakdown, usageCsv, type RolledRow, type UsageDimension } from '../admin/usage-breakdown.js';
+import { CSV_DIMENSIONS, usageCsv, type RolledRow, type UsageDimension } from '../admin/usage-breakdown.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import { frameOf, show, type DashboardDeps } from './context.js';
 import { pageQuery } from './http.js';
@@ -35,7 +35,7 @@ function label(r: RolledRow, by: readonly UsageDimension[]): string {
 }
 
 export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
-  const rowsOf = (from: number, to: number) => usageBreakdown(deps, from, to);
+  const { ledger } = deps.backend;
 
   const view = (request: FastifyRequest, reply: FastifyReply, status: number, error: string | null, data: object) =>
     show(request, reply, 'usage', frameOf(request, 'Usage', 'usage', { error }), { dimensions: DIMENSIONS, charts: true, ...data }, status);
@@ -49,7 +49,7 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     const { from, to } = sel.w;
     let rows: RolledRow[];
     try {
-      rows = rollUp(await rowsOf(from, to), sel.by);
+      rows = await ledger.rollUp(from, to, sel.by);
     } catch (err) {
       if (err instanceof UsageRangePruned) return view(request, reply, 400, `${err.message}.`, base);
       throw err;
@@ -78,7 +78,7 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     if (typeof w === 'string') return view(request, reply, 400, `${w}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
     let csv: string;
     try {
-      csv = usageCsv(await rowsOf(w.from, w.to));
+      csv = await usageCsv(await ledger.rollUp(w.from, w.to, CSV_DIMENSIONS));
     } catch (err) {
       if (err instanceof UsageRangePruned) return view(request, reply, 400, `${err.message}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
       throw err;

@@ -114,6 +114,26 @@ export interface UsageDetail {
   unsettled_credits: number;
 }
 
+/** What usage can be grouped by (Ledger.rollUp, the admin API's `by`, the dashboard, the CSV). */
+export type UsageDimension = 'team' | 'key' | 'endpoint' | 'day';
+
+/**
+ * Usage summed per distinct value of the dimensions asked for (Ledger.rollUp); the dimensions
+ * not asked for are null (`key` gives key_id and key_name). By `team`, keys without a team and
+ * keys no longer held are the null team.
+ */
+export interface RolledUsage {
+  day: string | null;
+  team: string | null;
+  key_id: string | null;
+  key_name: string | null;
+  endpoint: string | null;
+  requests: number;
+  cache_hits: number;
+  credits: number;
+  credits_saved: number;
+}
+
 /**
  * A usage range one of whose edges falls inside a UTC day whose raw rows were pruned: only
  * that day's totals survive, so the part of the day inside the range cannot be told apart.

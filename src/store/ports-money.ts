@@ -1,5 +1,5 @@
 import type { Budget, BudgetState, Period } from '../domain/credits.js';
-import type { LedgerRow, Reservation, UsageDetail, UsageGroup, UsageRow } from '../domain/ledger.js';
+import type { LedgerRow, Reservation, RolledUsage, UsageDetail, UsageDimension, UsageGroup, UsageRow } from '../domain/ledger.js';
 import type { MaybePromise } from './maybe-promise.js';
 
 /*
@@ -95,6 +95,14 @@ export interface Ledger {
    * the same refusal): any report is these rows summed. Ordered by day, key id, endpoint.
    */
   breakdown(from: number, to: number): Promise<UsageDetail[]>;
+  /**
+   * The breakdown summed by the store per distinct value of `by` (none: one row of totals, or no
+   * row when nothing was used), read and refused as `report` is. Ordered by the dimensions in
+   * the order given, each ascending byte-wise, the null team last. Summed where the rows are,
+   * so that the gateway's event loop never sums, sorts or receives one row per day, key and
+   * endpoint: over two years of 200 keys that was 378,000 rows and a 2 s stall.
+   */
+  rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]>;
   /**
    * Charge every reservation a dead process left, at its estimate, marked unsettled, each
    * once however many processes run this at the same time. Never a live process's: with one

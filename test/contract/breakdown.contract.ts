@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { UsageRangePruned, type LedgerRow, type UsageDetail, type UsageGroup, type UsageRow } from '../../src/domain/ledger.js';
+import { breakdownRow, rollUp } from '../../src/admin/usage-breakdown.js';
+import type { UsageDimension } from '../../src/domain/ledger.js';
 import type { BackendFactory, Handle } from './backends.js';
 import { DAY, eventually, HOUR, row, sleep, T0, unique } from './support.js';
 
@@ -92,7 +94,7 @@ export function breakdownContract(factory: BackendFactory): void {
       h = undefined;
     });
 
-    it('property: over any range, the breakdown is the one-row-per-request model, and summed it is report() for every grouping', async () => {
+    it('property: over any range, the breakdown is the one-row-per-request model, and summed it is report() for every grouping and rollUp() for any', async () => {
       h = await factory.open({ clock: new FakeClock(T0) });
       const { keys, ledger } = h.backend;
       const other = (await h.peer()).backend.ledger;
@@ -103,7 +105,8 @@ export function breakdownContract(factory: BackendFactory): void {
           fc.array(fc.nat({ max: 3 * DAY }), { minLength: 2, maxLength: 2 }),
           fc.boolean(),
           fc.array(request, { minLength: 1, maxLength: 40 }),
-          async (teamPick, edges, flushFirst, reqs) => {
+          fc.shuffledSubarray<UsageDimension>(['team', 'key', 'endpoint', 'day']),
+          async (teamPick, edges, flushFirst, reqs, by) => {
             // Each run on its own keys and its own stretch of time, so that runs never meet.
             const base = day0 + run++ * 10 * DAY;
             const teams = ['growth', 'Growth', 'data, "ops"', null, null];
@@ -123,6 +126,10 @@ export function breakdownContract(factory: BackendFactory): void {
               expect(detail).toEqual(model(rows, from, to, held));
               expect(await other.breakdown(from, to)).toEqual(detail);
               for (const by of GROUPS) expect(summed(detail, by), by).toEqual(byId(await ledger.report(from, to, by)));
+              // Summed and ordered by the store: what the admin layer's own rollUp makes of the breakdown.
+              const rolled = await ledger.rollUp(from, to, by);
+              expect(rolled, by.join()).toEqual(rollUp(detail.map(breakdownRow), by));
+              expect(await other.rollUp(from, to, by)).toEqual(rolled);
             }
           },
         ),
@@ -159,6 +166,15 @@ export function breakdownContract(factory: BackendFactory): void {
       await sleep(100); // a few more passes
       expect(await ledger.breakdown(day0, day0 + 4 * DAY)).toEqual(whole);
       for (const by of GROUPS) expect(summed(whole, by)).toEqual(byId(await ledger.report(day0, day0 + 4 * DAY, by)));
+      expect(await ledger.rollUp(day0, day0 + 4 * DAY, ['day', 'team', 'key'])).toEqual(rollUp(whole.map(breakdownRow), ['day', 'team', 'key']));
+      await expect(ledger.rollUp(day0 + HOUR, day0 + 4 * DAY, ['team'])).rejects.toBeInstanceOf(UsageRangePruned);
+    });
+
+    it('rollUp of a range where nothing was used has no row, not a row of nulls, whatever the grouping', async () => {
+      h = await factory.open({ clock: new FakeClock(T0) });
+      for (const by of [[], ['team'], ['day', 'key']] as UsageDimension[][]) expect(await h.backend.ledger.rollUp(T0 + DAY, T0 + 2 * DAY, by)).toEqual([]);
+      await h.backend.ledger.record(row('key_a', T0 + DAY + 5, { credits: 3, cache: 'MISS' }));
+      expect(await h.backend.ledger.rollUp(T0 + DAY, T0 + 2 * DAY, [])).toEqual([{ day: null, team: null, key_id: null, key_name: null, endpoint: null, requests: 1, cache_hits: 0, credits: 3, credits_saved: 0 }]);
     });
   });
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, QueryResultRow } from 'pg';
-import { checkRange, DAY_MS, splitRange, type LedgerRow, type UsageDetail, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
+import { checkRange, DAY_MS, splitRange, type LedgerRow, type RolledUsage, type UsageDetail, type UsageDimension, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
+import { rolledUsage, rollUpSelect } from '../usage-rollup-sql.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn } from './charges.js';
 import type { PgCredits } from './credits.js';
@@ -184,6 +185,11 @@ export class PgLedger implements Ledger {
   async breakdown(from: number, to: number): Promise<UsageDetail[]> {
     const rows = await this.read<Record<keyof UsageDetail, string>>(DETAIL_SQL, from, to);
     return rows.map((x) => ({ day: x.day, key_id: x.key_id, key_name: x.key_name as string | null, team: x.team as string | null, endpoint: x.endpoint, ...sums(x) }));
+  }
+
+  async rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]> {
+    const rows = await this.read<Record<keyof RolledUsage, string>>(`${USAGE_ROWS}\n  ${rollUpSelect(by, { dayText: GROUP.day.id, collate: ' COLLATE "C"' })}`, from, to);
+    return rows.map(rolledUsage);
   }
 
   /** A usage statement over [from, to) (USAGE_ROWS' parameters), after a flush, refused as checkRange refuses. */

@@ -2,8 +2,9 @@ import type { DB } from './db.js';
 import { DAY_MS } from './ledger-rows.js';
 import { minuteOf } from '../usage-tally.js';
 import type { ReadStatement } from './read-worker.js';
+import { rollUpSelect } from '../usage-rollup-sql.js';
 
-import { checkRange, splitRange, UsageRangePruned, type UsageDetail, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
+import { checkRange, splitRange, UsageRangePruned, type UsageDetail, type UsageDimension, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 
 export { UsageRangePruned, type UsageGroup, type UsageRow };
 
@@ -82,6 +83,12 @@ export function detailStatement(from: number, to: number): ReadStatement {
     params: u.params,
     mode: 'all',
   };
+}
+
+/** Ledger.rollUp's SQL: usageRows summed per distinct value of `by` (usage-rollup-sql.ts). */
+export function rollUpStatement(from: number, to: number, by: readonly UsageDimension[]): ReadStatement {
+  const u = usageRows(from, to);
+  return { sql: `${u.sql}\n  ${rollUpSelect(by, { dayText: GROUP_SQL.day.id, collate: '' })}`, params: u.params, mode: 'all' };
 }
 
 /** Run read statements in one read transaction (one snapshot); the usage worker does the same. */
