@@ -34,7 +34,27 @@ writeFileSync(join(dir, 'b.yaml'), `adminToken: ${TOKEN}\n`);
 const stack = await startStack({ dir, configFile: join(dir, 'b.yaml') });
 const admin = { authorization: `Bearer ${TOKEN}` };
 const from = new Date((today - DAYS - 1) * DAY).toISOString().slice(0, 10);
-async function probeDuring(label: string, path: string) {
+/**
+ * The gateway's own longest event-loop stall since the last scrape (its GET /metrics gauge,
+ * monitorEventLoopDelay at 10 ms resolution, reset by each scrape). The /healthz wait above
+ * also holds this process's own stalls, which receiving an 18 MB answer makes long.
+ */
+async function lagMax(): Promise<number> {
+  const text = await (await request(`${stack.gw.url}/metrics`)).body.text();
+  const m = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text);
+  return m ? Number(m[1]) * 1000 : NaN;
+}
+
+// The dashboard's pages take a session: signed in as its sign-in form does (same-origin POST).
+const signIn = await request(`${stack.gw.url}/dashboard/sign-in`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.gw.url, 'sec-fetch-site': 'same-origin' },
+  body: new URLSearchParams({ token: TOKEN }).toString(),
+});
+await signIn.body.dump();
+const session = { cookie: String(signIn.headers['set-cookie']).split(';')[0]! };
+
+async function probeDuring(label: string, path: string, headers: Record<string, string> = admin) {
   let stop = false;
   let worst = 0;
   const probe = (async () => {
@@ -45,15 +65,17 @@ async function probeDuring(label: string, path: string) {
       await new Promise((r) => setTimeout(r, 2));
     }
   })();
+  await lagMax(); // a scrape resets the gauge
   await new Promise((r) => setTimeout(r, 300));
   const t0 = performance.now();
-  const res = await request(stack.gw.url + path, { headers: admin });
+  const res = await request(stack.gw.url + path, { headers });
   const text = await res.body.text();
   const took = performance.now() - t0;
   await new Promise((r) => setTimeout(r, 100));
   stop = true;
   await probe;
-  console.log(label, res.statusCode, `${text.length} bytes, took ${took.toFixed(0)} ms, longest /healthz ${worst.toFixed(1)} ms`);
+  const lag = await lagMax();
+  console.log(label, res.statusCode, `${text.length} bytes, took ${took.toFixed(0)} ms, longest /healthz ${worst.toFixed(1)} ms, gateway's event-loop stall max ${lag.toFixed(1)} ms`);
 }
 console.log(`${KEYS} keys × ${ENDPOINTS.length} endpoints × ${DAYS} days of daily totals; gateway ${stack.gw.url}`);
 for (let i = 0; i < 2; i++) {
@@ -63,6 +85,9 @@ for (let i = 0; i < 2; i++) {
   await probeDuring('usage?by=key', `/admin/usage?by=key&from=${from}`);
   await probeDuring('usage?by=key,day', `/admin/usage?by=key,day&from=${from}`);
   await probeDuring('overview', '/admin/overview');
+  await probeDuring('dashboard overview', '/dashboard', session);
+  await probeDuring('dashboard usage by key, day', `/dashboard/usage?from=${from}&by=key&by=day`, session);
+  await probeDuring('dashboard usage.csv', `/dashboard/usage.csv?from=${from}`, session);
 }
 await stack.gw.stop();
 await stack.sim.stop();

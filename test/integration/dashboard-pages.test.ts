@@ -4,6 +4,7 @@
  * actor; a no-op edit records nothing; the pages read back what was changed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { TABLE_ROWS } from '../../src/dashboard/usage.js';
 import { profileUrl, startStack, type Reply, type Stack } from '../helpers/stack.js';
 
 const TOKEN = 'admin-token-for-dashboard-pages-000';
@@ -118,5 +119,25 @@ describe('dashboard pages', () => {
     const usage = await d.get('/dashboard/usage');
     expect(usage.text).not.toContain('<script>alert(1)');
     expect(usage.text).toContain('\\u003c/script>\\u003cscript>alert(1)');
+  });
+
+  it('a usage table longer than TABLE_ROWS shows its first rows with a note, the totals and the chart over them all', async () => {
+    s = await startStack({ config: { adminToken: TOKEN } });
+    const d = await session(s);
+    const now = Date.now();
+    // One charged request per key id: by key, a row each.
+    for (let i = 0; i < TABLE_ROWS + 3; i++) {
+      await s.app.backend.ledger.record({ requestId: `req_many_${i}`, ts: now - 1_000, keyId: `key_many_${String(i).padStart(5, '0')}`, endpoint: 'profile', identity: `profile:person.id:${i}`, cache: 'MISS', status: 200, code: null, credits: 1 + (i % 7), creditsSaved: 0, upstreamMs: 1, totalMs: 2, upstreamRequestId: null, unsettled: false });
+    }
+    await s.app.backend.flush();
+    const page = await d.get('/dashboard/usage?by=key');
+    expect(page.status).toBe(200);
+    const bodyRows = page.text.split('<tbody>')[1]!.split('</tbody>')[0]!.match(/<tr>/g) ?? [];
+    expect(bodyRows).toHaveLength(TABLE_ROWS);
+    expect(page.text).toContain(`The table shows the first ${TABLE_ROWS.toLocaleString('en-US')} of ${(TABLE_ROWS + 3).toLocaleString('en-US')} rows`);
+    const spent = Array.from({ length: TABLE_ROWS + 3 }, (_, i) => 1 + (i % 7)).reduce((a, b) => a + b, 0);
+    expect(page.text.split('<tfoot>')[1]).toContain(spent.toLocaleString('en-US'));
+    const chart = JSON.parse(/<script type="application\/json" id="usage-chart">([^<]*)<\/script>/.exec(page.text)![1]!) as { series: { data: number[] }[] };
+    expect(chart.series[0]!.data.slice(0, 3)).toEqual([7, 7, 7]);
   });
 });
