@@ -1,8 +1,9 @@
 /**
  * 7. Ledger: admin work must not stall requests. A gateway over a ledger of more than a
  * million rows and a cache of 120,000 entries serves a steady hit load while it answers
- * GET /admin/usage over the whole ledger and GET /admin/cache/stats, purges the 120,000
- * entries and runs a retention pass; a probe measures how long the event loop stalled meanwhile.
+ * GET /admin/usage over the whole ledger (by key, by day, by key and day), the CSV export and
+ * GET /admin/cache/stats, purges the 120,000 entries and runs a retention pass; a probe
+ * measures how long the event loop stalled meanwhile.
  */
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
@@ -165,6 +166,21 @@ export async function ledgerBench(): Promise<Section> {
         });
         await sleep(500);
       }
+      progress(`ledger: GET /admin/usage?by=key,day and the CSV export over ${LEDGER_DAYS + 1} days`);
+      await timed(`GET /admin/usage?by=key,day&from=${from}`, 'GET /admin/usage?by=key,day (whole ledger)', async () => {
+        const res = await request(`${stack.gw.url}/admin/usage?by=key,day&from=${from}`, { headers: admin });
+        const body = (await res.body.json()) as { rows: Array<{ requests: number }> };
+        if (res.statusCode !== 200) throw new Error(`usage answered ${res.statusCode}: ${JSON.stringify(body).slice(0, 300)}`);
+        return `${fmt.int(body.rows.length)} rows, ${fmt.int(body.rows.reduce((a, r) => a + r.requests, 0))} requests`;
+      });
+      await sleep(500);
+      await timed(`GET /admin/usage/export.csv?from=${from}`, 'GET /admin/usage/export.csv (whole ledger)', async () => {
+        const res = await request(`${stack.gw.url}/admin/usage/export.csv?from=${from}`, { headers: admin });
+        const text = await res.body.text();
+        if (res.statusCode !== 200) throw new Error(`the CSV export answered ${res.statusCode}: ${text.slice(0, 300)}`);
+        return `${fmt.int(text.split('\r\n').length - 2)} lines, ${fmt.int(text.length)} bytes`;
+      });
+      await sleep(500);
       progress('ledger: GET /admin/cache/stats');
       await timed('GET /admin/cache/stats', `GET /admin/cache/stats (${fmt.int(CACHE_ENTRIES)} entries)`, async () => {
         const res = await request(`${stack.gw.url}/admin/cache/stats`, { headers: admin });
