@@ -41,10 +41,10 @@ export async function usageCsv(rows: readonly RolledRow[]): Promise<string> {
   return csvLines([[...USAGE_CSV_HEADER]]) + (await textInSlices(rows, csvRecords));
 }
 
-/** As usageCsv, a slice of lines at a time, for an answer written as it is made (in-slices.ts). */
-export async function* usageCsvParts(rows: readonly RolledRow[]): AsyncGenerator<string> {
+/** As usageCsv, from pages of rows (Ledger.rollUpPages), a slice of lines at a time, for an answer written as it is made. */
+export async function* usageCsvParts(pages: AsyncIterable<readonly RolledRow[]>): AsyncGenerator<string> {
   yield csvLines([[...USAGE_CSV_HEADER]]);
-  yield* slicesOf(rows, csvRecords);
+  yield* slicesOf(pages, csvRecords);
 }
 
 /** The CSV lines of `rows`. The sums are never negative, so they are written as they are. */

@@ -4,7 +4,7 @@ import { failure } from '../domain/errors.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import type { AdminDeps } from './deps.js';
 import { overviewView } from './overview.js';
-import { slicesOf } from './in-slices.js';
+import { slicesOf, startPages } from './in-slices.js';
 import { onlyParams, READS_QUERY, Refusal, send, sendJsonParts } from './reply.js';
 import { compactTime, usageGroups, usageWindow } from './usage.js';
 import { CSV_DIMENSIONS, groupedView, usageCsvParts } from './usage-breakdown.js';
@@ -42,23 +42,23 @@ export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): vo
       const rows = await ledger.report(w.from, w.to, by[0]!).catch(refused);
       return send(reply, 200, { from: iso(w.from), to: iso(w.to), by: by[0], rows });
     }
-    const rows = await ledger.rollUp(w.from, w.to, by).catch(refused);
-    // Serialized a slice at a time (in-slices.ts): by key and day, a year of 200 keys is 73,000 rows.
+    // Read, serialized and written a page at a time (in-slices.ts): by key and day, a year of 200 keys is 73,000 rows.
+    const pages = await startPages(ledger.rollUpPages(w.from, w.to, by)).catch(refused);
     const head = `{"from":${JSON.stringify(iso(w.from))},"to":${JSON.stringify(iso(w.to))},"by":${JSON.stringify(by)},"rows":[`;
-    const parts = slicesOf(rows, (slice) => groupedView(slice, by).map((r) => JSON.stringify(r)).join(','), ',');
+    const parts = slicesOf(pages, (slice) => groupedView(slice, by).map((r) => JSON.stringify(r)).join(','), ',');
     return sendJsonParts(reply, 200, head, parts, ']}');
   });
 
   admin.get<Query>('/usage/export.csv', READS_QUERY, async (request, reply) => {
     onlyParams(request.query, ['from', 'to']);
     const w = window(request.query);
-    const rows = await ledger.rollUp(w.from, w.to, CSV_DIMENSIONS).catch(refused);
+    const pages = await startPages(ledger.rollUpPages(w.from, w.to, CSV_DIMENSIONS)).catch(refused);
     return reply
       .code(200)
       .header('cache-control', 'no-store')
       .header('content-disposition', `attachment; filename="tollgate-usage-${compactTime(w.from)}-${compactTime(w.to)}.csv"`)
       .type('text/csv; charset=utf-8')
-      .send(Readable.from(usageCsvParts(rows)));
+      .send(Readable.from(usageCsvParts(pages)));
   });
 
   // Its query parameters, none, are refused by the admin scope's hook (routes.ts).

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { compactTime, usageWindow } from '../admin/usage.js';
 import { CSV_DIMENSIONS, usageCsvParts, type RolledRow, type UsageDimension } from '../admin/usage-breakdown.js';
+import { startPages } from '../admin/in-slices.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import { frameOf, show, type DashboardDeps } from './context.js';
 import { pageQuery } from './http.js';
@@ -55,6 +56,33 @@ function label(r: RolledRow, by: readonly UsageDimension[]): string {
   return parts.join(' · ');
 }
 
+interface ReportView {
+  /** The table's rows: the first TABLE_ROWS. */
+  shown: RolledRow[];
+  /** Grouped by day alone, every day in order; otherwise the CHART_ROWS biggest spenders. */
+  charted: RolledRow[];
+  allRows: number;
+  totals: { requests: number; cache_hits: number; credits: number; credits_saved: number };
+}
+
+/** What the usage page shows of a report read page by page, holding no more of it than that. */
+async function reportView(pages: AsyncIterable<RolledRow[]>, byDayAlone: boolean): Promise<ReportView> {
+  const v: ReportView = { shown: [], charted: [], allRows: 0, totals: { requests: 0, cache_hits: 0, credits: 0, credits_saved: 0 } };
+  for await (const page of pages) {
+    v.allRows += page.length;
+    for (const r of page) {
+      v.totals.requests += r.requests;
+      v.totals.cache_hits += r.cache_hits;
+      v.totals.credits += r.credits;
+      v.totals.credits_saved += r.credits_saved;
+    }
+    if (v.shown.length < TABLE_ROWS) v.shown.push(...page.slice(0, TABLE_ROWS - v.shown.length));
+    // The rows kept before a page's come first in the report too, so ties keep the report's order.
+    v.charted = byDayAlone ? v.charted.concat(page) : biggestSpenders([...v.charted, ...page], CHART_ROWS);
+  }
+  return v;
+}
+
 export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
   const { ledger } = deps.backend;
 
@@ -68,15 +96,14 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     const base = { by: sel.by, shown: sel.shown, rows: [] as RolledRow[], chart: null, csv: null };
     if (typeof sel.w === 'string') return view(request, reply, 400, `${sel.w}.`, base);
     const { from, to } = sel.w;
-    let rows: RolledRow[];
+    let report: ReportView;
     try {
-      rows = await ledger.rollUp(from, to, sel.by);
+      report = await reportView(ledger.rollUpPages(from, to, sel.by), sel.by.length === 1 && sel.by[0] === 'day');
     } catch (err) {
       if (err instanceof UsageRangePruned) return view(request, reply, 400, `${err.message}.`, base);
       throw err;
     }
-    // Grouped by day alone: the days in order; otherwise the biggest spenders first.
-    const charted = sel.by.length === 1 && sel.by[0] === 'day' ? rows : biggestSpenders(rows, CHART_ROWS);
+    const { shown, charted, allRows, totals } = report;
     const chart = {
       type: 'bar',
       labels: charted.map((r) => label(r, sel.by)),
@@ -86,9 +113,7 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
       ],
     };
     const csv = `/dashboard/usage.csv?${new URLSearchParams({ from: dateOf(from), to: dateOf(to - 1) })}`;
-    const sum = (f: 'requests' | 'cache_hits' | 'credits' | 'credits_saved') => rows.reduce((n, r) => n + r[f], 0);
-    const totals = { requests: sum('requests'), cache_hits: sum('cache_hits'), credits: sum('credits'), credits_saved: sum('credits_saved') };
-    return view(request, reply, 200, null, { ...base, rows: rows.slice(0, TABLE_ROWS), allRows: rows.length, chart, csv, totals });
+    return view(request, reply, 200, null, { ...base, rows: shown, allRows, chart, csv, totals });
   });
 
   // The export for finance: one row per UTC day, team and key (admin/usage-csv.ts, RFC 4180).
@@ -97,9 +122,9 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     const q = typeof read === 'string' ? {} : read.one;
     const w = typeof read === 'string' ? read : usageWindow(q.from || undefined, q.to || undefined, deps.clock.now());
     if (typeof w === 'string') return view(request, reply, 400, `${w}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
-    let rows: RolledRow[];
+    let pages: AsyncIterable<RolledRow[]>;
     try {
-      rows = await ledger.rollUp(w.from, w.to, CSV_DIMENSIONS);
+      pages = await startPages(ledger.rollUpPages(w.from, w.to, CSV_DIMENSIONS));
     } catch (err) {
       if (err instanceof UsageRangePruned) return view(request, reply, 400, `${err.message}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
       throw err;
@@ -107,6 +132,6 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     return reply
       .header('content-disposition', `attachment; filename="tollgate-usage-${compactTime(w.from)}-${compactTime(w.to)}.csv"`)
       .type('text/csv; charset=utf-8')
-      .send(Readable.from(usageCsvParts(rows)));
+      .send(Readable.from(usageCsvParts(pages)));
   });
 }

@@ -1,4 +1,4 @@
-import type { RolledUsage, UsageDimension } from '../domain/ledger.js';
+import type { UsageDimension } from '../domain/ledger.js';
 
 /**
  * The SELECT that sums usage rows u(day, key_id, endpoint, …), joined to api_keys k, per
@@ -6,8 +6,11 @@ import type { RolledUsage, UsageDimension } from '../domain/ledger.js';
  * not asked for are NULL, the order is the dimensions' in the order given. Text is ordered
  * byte-wise (`collate`: PostgreSQL's COLLATE "C"; SQLite's BINARY is byte-wise already), the
  * null team last. HAVING: no row at all when nothing was used, as the sums of no rows.
+ * `numeric` casts each sum to what the driver returns as a JS number (PostgreSQL's `::float8`,
+ * exact below 2^53; its bigint sums would arrive as text), so that no row is mapped again on
+ * the event loop.
  */
-export function rollUpSelect(by: readonly UsageDimension[], dialect: { readonly dayText: string; readonly collate: string }): string {
+export function rollUpSelect(by: readonly UsageDimension[], dialect: { readonly dayText: string; readonly collate: string; readonly numeric: string }): string {
   const has = (d: UsageDimension) => by.includes(d);
   const columns = [
     `${has('day') ? dialect.dayText : 'NULL'} AS day`,
@@ -26,24 +29,9 @@ export function rollUpSelect(by: readonly UsageDimension[], dialect: { readonly 
   };
   const groupBy = by.flatMap((d) => groups[d]);
   return `SELECT ${columns.join(', ')},
-    SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits, SUM(u.credits_saved) AS credits_saved
+    ${['requests', 'cache_hits', 'credits', 'credits_saved'].map((c) => `SUM(u.${c})${dialect.numeric} AS ${c}`).join(', ')}
   FROM u LEFT JOIN api_keys k ON k.id = u.key_id
   ${groupBy.length ? `GROUP BY ${groupBy.join(', ')}` : ''}
   HAVING COUNT(*) > 0
   ${by.length ? `ORDER BY ${by.map((d) => order[d]).join(', ')}` : ''}`;
-}
-
-/** A rolled row as a driver returns it (PostgreSQL's bigint sums as text) with numbers for sums. */
-export function rolledUsage(x: Record<keyof RolledUsage, unknown>): RolledUsage {
-  return {
-    day: x.day as string | null,
-    team: x.team as string | null,
-    key_id: x.key_id as string | null,
-    key_name: x.key_name as string | null,
-    endpoint: x.endpoint as string | null,
-    requests: Number(x.requests),
-    cache_hits: Number(x.cache_hits),
-    credits: Number(x.credits),
-    credits_saved: Number(x.credits_saved),
-  };
 }

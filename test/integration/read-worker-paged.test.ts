@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReadWorker } from '../../src/store/sqlite/read-worker.js';
 
-describe('ReadWorker.readPaged: a long result a page at a time, in one snapshot', () => {
+describe('ReadWorker.pages: a long result a page at a time, in one snapshot', () => {
   const dirs: string[] = [];
   const workers: ReadWorker[] = [];
   afterEach(async () => {
@@ -32,22 +32,20 @@ describe('ReadWorker.readPaged: a long result a page at a time, in one snapshot'
   it('gives every row once, in order, a page per event, with the statements before the last read first', async () => {
     const { file, worker } = fixture(4_500);
     const pages: number[][] = [];
+    const heads: unknown[][] = [];
     const turns: string[] = [];
-    const head = await worker.readPaged(
-      file,
-      [
-        { sql: 'SELECT COUNT(*) FROM t', params: [], mode: 'get' },
-        { sql: 'SELECT n, label FROM t WHERE n > ? ORDER BY n', params: [0], mode: 'all' },
-      ],
-      1_000,
-      (page) => {
-        pages.push((page as { n: number }[]).map((r) => r.n));
-        // Work the event loop does between pages runs before the next page arrives.
-        setImmediate(() => turns.push(`after page ${pages.length}`));
-        turns.push(`page ${pages.length}`);
-      },
-    );
-    expect(head).toEqual([4_500]);
+    const statements = [
+      { sql: 'SELECT COUNT(*) FROM t', params: [], mode: 'get' },
+      { sql: 'SELECT n, label FROM t WHERE n > ? ORDER BY n', params: [0], mode: 'all' },
+    ] as const;
+    for await (const { head, rows } of worker.pages(file, statements, 1_000)) {
+      heads.push(head);
+      pages.push((rows as { n: number }[]).map((r) => r.n));
+      // Work the event loop does between pages runs before the next page arrives.
+      setImmediate(() => turns.push(`after page ${pages.length}`));
+      turns.push(`page ${pages.length}`);
+    }
+    expect(heads.every((h) => h.length === 1 && h[0] === 4_500)).toBe(true);
     expect(pages.map((p) => p.length)).toEqual([1_000, 1_000, 1_000, 1_000, 500]);
     expect(pages.flat()).toEqual(Array.from({ length: 4_500 }, (_, i) => i + 1));
     expect(turns.slice(0, 4)).toEqual(['page 1', 'after page 1', 'page 2', 'after page 2']);
@@ -57,36 +55,48 @@ describe('ReadWorker.readPaged: a long result a page at a time, in one snapshot'
     const { file, db, worker } = fixture(3_000);
     let seen = 0;
     let wrote = false;
-    await worker.readPaged(file, [{ sql: 'SELECT n FROM t ORDER BY n', params: [], mode: 'all' }], 1_000, (page) => {
-      seen += page.length;
+    for await (const { rows } of worker.pages(file, [{ sql: 'SELECT n FROM t ORDER BY n', params: [], mode: 'all' }], 1_000)) {
+      seen += rows.length;
       if (!wrote) {
         db.prepare('INSERT INTO t VALUES (?, ?)').run(10_000, 'late');
         db.prepare('DELETE FROM t WHERE n = 2999').run();
         wrote = true;
       }
-    });
+    }
     expect(seen).toBe(3_000);
     expect(db.prepare('SELECT COUNT(*) AS c FROM t').get()).toEqual({ c: 3_000 });
   });
 
   it('an exact multiple of the page, and an empty result, end without a page too many', async () => {
     const { file, worker } = fixture(2_000);
-    const sizes: number[] = [];
-    await worker.readPaged(file, [{ sql: 'SELECT n FROM t', params: [], mode: 'all' }], 1_000, (p) => sizes.push(p.length));
-    expect(sizes).toEqual([1_000, 1_000, 0]);
-    const none: number[] = [];
-    await worker.readPaged(file, [{ sql: 'SELECT n FROM t WHERE n < 0', params: [], mode: 'all' }], 1_000, (p) => none.push(p.length));
-    expect(none).toEqual([0]);
+    const sizes = async (sql: string) => {
+      const out: number[] = [];
+      for await (const { rows } of worker.pages(file, [{ sql, params: [], mode: 'all' }], 1_000)) out.push(rows.length);
+      return out;
+    };
+    expect(await sizes('SELECT n FROM t')).toEqual([1_000, 1_000, 0]);
+    expect(await sizes('SELECT n FROM t WHERE n < 0')).toEqual([0]);
   });
 
-  it('a failing statement rejects with its error; a reader that throws stops the read, and the worker reads on', async () => {
-    const { file, worker } = fixture(3_000);
-    await expect(worker.readPaged(file, [{ sql: 'SELECT nope FROM t', params: [], mode: 'all' }], 1_000, () => {})).rejects.toThrow(/no such column/);
-    await expect(
-      worker.readPaged(file, [{ sql: 'SELECT n FROM t', params: [], mode: 'all' }], 1_000, () => {
-        throw new Error('reader gave up');
-      }),
-    ).rejects.toThrow('reader gave up');
-    expect(await worker.read(file, [{ sql: 'SELECT COUNT(*) FROM t', params: [], mode: 'get' }])).toEqual([3_000]);
+  it('a failing statement rejects with its error; a reader that stops early ends the read, and the worker reads on', async () => {
+    const { file, db, worker } = fixture(3_000);
+    const drain = async (sql: string) => {
+      for await (const _ of worker.pages(file, [{ sql, params: [], mode: 'all' }], 1_000));
+    };
+    await expect(drain('SELECT nope FROM t')).rejects.toThrow(/no such column/);
+    for await (const { rows } of worker.pages(file, [{ sql: 'SELECT n FROM t', params: [], mode: 'all' }], 1_000)) {
+      expect(rows).toHaveLength(1_000);
+      break;
+    }
+    // The stopped read's snapshot is gone: a TRUNCATE checkpoint, which waits for every reader, is not kept busy.
+    db.prepare('INSERT INTO t VALUES (?, ?)').run(20_000, 'after');
+    const checkpointed = async () => (db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[])[0]!.busy === 0;
+    let ok = await checkpointed();
+    for (let i = 0; !ok && i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      ok = await checkpointed();
+    }
+    expect(ok).toBe(true);
+    expect(await worker.read(file, [{ sql: 'SELECT COUNT(*) FROM t', params: [], mode: 'get' }])).toEqual([3_001]);
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, QueryResultRow } from 'pg';
 import { checkRange, DAY_MS, splitRange, type LedgerRow, type RolledUsage, type UsageDetail, type UsageDimension, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
-import { rolledUsage, rollUpSelect } from '../usage-rollup-sql.js';
+import { rollUpSelect } from '../usage-rollup-sql.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn } from './charges.js';
 import type { PgCredits } from './credits.js';
@@ -187,9 +187,14 @@ export class PgLedger implements Ledger {
     return rows.map((x) => ({ day: x.day, key_id: x.key_id, key_name: x.key_name as string | null, team: x.team as string | null, endpoint: x.endpoint, ...sums(x) }));
   }
 
-  async rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]> {
-    const rows = await this.read<Record<keyof RolledUsage, string>>(`${USAGE_ROWS}\n  ${rollUpSelect(by, { dayText: GROUP.day.id, collate: ' COLLATE "C"' })}`, from, to);
-    return rows.map(rolledUsage);
+  /** Ledger.rollUp: summed by PostgreSQL, the sums read as numbers (rollUpSelect). */
+  rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]> {
+    return this.read<RolledUsage>(`${USAGE_ROWS}\n  ${rollUpSelect(by, { dayText: GROUP.day.id, collate: ' COLLATE "C"', numeric: '::float8' })}`, from, to);
+  }
+
+  /** Ledger.rollUpPages: one page, the whole result (node-postgres reads a result whole, parsing it as it arrives). */
+  async *rollUpPages(from: number, to: number, by: readonly UsageDimension[]): AsyncGenerator<RolledUsage[]> {
+    yield await this.rollUp(from, to, by);
   }
 
   /** A usage statement over [from, to) (USAGE_ROWS' parameters), after a flush, refused as checkRange refuses. */

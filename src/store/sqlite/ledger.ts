@@ -15,7 +15,7 @@ import { abandonedCharge, type LedgerRow, type RolledUsage, type UsageDetail, ty
 export { type LedgerRow } from './ledger-rows.js';
 export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
 
-/** Rows of a roll-up received per event (ReadWorker.readPaged): ~2.5 ms of copying each. */
+/** Rows of a roll-up received per event (ReadWorker.pages): ~2.5 ms of copying each. */
 const ROLLUP_PAGE_ROWS = 2_000;
 
 export interface LedgerOptions {
@@ -224,13 +224,21 @@ export class LedgerStore implements Ledger {
 
   /** Ledger.rollUp: summed by SQLite, read by the worker when there is one, ROLLUP_PAGE_ROWS at a time. */
   async rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]> {
+    const rows: RolledUsage[] = [];
+    for await (const page of this.rollUpPages(from, to, by)) rows.push(...page);
+    return rows;
+  }
+
+  /** Ledger.rollUpPages. SQLite's sums are numbers already: the rows are RolledUsage as read. */
+  async *rollUpPages(from: number, to: number, by: readonly UsageDimension[]): AsyncGenerator<RolledUsage[]> {
     this.flush();
     const statements = [RAW_FROM_DAY, rollUpStatement(from, to, by)];
-    // SQLite's sums are numbers already: the rows are RolledUsage as read.
-    if (!this.reader) return usageResult<RolledUsage>(from, to, readAll(this.db, statements));
-    const rows: RolledUsage[] = [];
-    const head = await this.reader.readPaged(this.db.name, statements, ROLLUP_PAGE_ROWS, (page) => rows.push(...(page as RolledUsage[])));
-    return usageResult<RolledUsage>(from, to, [head[0], rows]);
+    if (!this.reader) return yield usageResult<RolledUsage>(from, to, readAll(this.db, statements));
+    let first = true;
+    for await (const { head, rows } of this.reader.pages(this.db.name, statements, ROLLUP_PAGE_ROWS)) {
+      yield first ? usageResult<RolledUsage>(from, to, [head[0], rows]) : (rows as RolledUsage[]);
+      first = false;
+    }
   }
 
   /** Reports being read by the worker, not yet answered. */

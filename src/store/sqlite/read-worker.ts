@@ -22,6 +22,8 @@ interface Reply {
  * tsx). A read-only connection per file: in WAL mode a reader never waits for the gateway's
  * writers nor makes them wait, so a report runs here for as long as it takes while the event
  * loop goes on serving. The statements of one request run in one read transaction: one snapshot.
+ * A paged read (`pageRows`) keeps its statement open on a connection of its own between pages,
+ * in one read transaction until its last page, and sends a page only when asked for the next.
  */
 const WORKER_BODY = `
 const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
@@ -92,38 +94,35 @@ export class ReadWorker {
   private closed = false;
 
   /** Results of `statements` on the database `file`, in order, read in one snapshot. */
-  read(file: string, statements: readonly ReadStatement[]): Promise<unknown[]> {
-    if (this.closed) return Promise.reject(new Error('read worker is closed'));
-    const worker = (this.worker ??= this.start());
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, file: resolvePath(file), statements });
-    });
+  async read(file: string, statements: readonly ReadStatement[]): Promise<unknown[]> {
+    return (await this.ask({ file: resolvePath(file), statements })).results;
   }
 
   /**
-   * As read(), with the last statement's rows (mode 'all') read `pageRows` at a time: the next
-   * page is asked for once the one before has been received, so each arrives, and is copied
-   * into this thread, in an event of its own. Receiving 126,000 rows at once held the event
-   * loop 150 ms. All pages are of one snapshot, on a connection of their own until the last.
+   * As read(), with the last statement's rows (mode 'all') read `pageRows` at a time: each page
+   * is yielded with the other statements' results (`head`), and the next is asked for only when
+   * the consumer asks for it, so each arrives, and is copied into this thread, in an event of its
+   * own (receiving 126,000 rows at once held the event loop 150 ms), and a consumer that writes
+   * each page out never holds them all. All pages are of one snapshot, on a connection of their
+   * own until the last; stopping early (return or throw) ends the read in the worker.
    */
-  async readPaged(file: string, statements: readonly ReadStatement[], pageRows: number, onPage: (rows: unknown[]) => void): Promise<unknown[]> {
+  async *pages(file: string, statements: readonly ReadStatement[], pageRows: number): AsyncGenerator<{ head: unknown[]; rows: unknown[] }> {
     const first = await this.ask({ file: resolvePath(file), statements, pageRows });
     let { results, more } = first;
     const head = results.slice(0, -1);
     try {
       for (;;) {
-        onPage(results[results.length - 1] as unknown[]);
-        if (!more) return head;
+        yield { head, rows: results[results.length - 1] as unknown[] };
+        if (!more) return;
         ({ results, more } = await this.ask({ next: true }, first.id));
       }
-    } catch (err) {
+    } finally {
+      // Still `more`: the consumer stopped, or the next page failed (the worker has dropped it then).
       if (more) this.worker?.postMessage({ id: first.id, cancel: true });
-      throw err;
     }
   }
 
+  /** Sends `msg` under `id` (a new one, or a paged read's for its next page) and waits for its reply. */
   private ask(msg: object, id = this.nextId++): Promise<{ id: number; results: unknown[]; more: boolean }> {
     if (this.closed) return Promise.reject(new Error('read worker is closed'));
     const worker = (this.worker ??= this.start());

@@ -88,7 +88,7 @@ export function detailStatement(from: number, to: number): ReadStatement {
 /** Ledger.rollUp's SQL: usageRows summed per distinct value of `by` (usage-rollup-sql.ts). */
 export function rollUpStatement(from: number, to: number, by: readonly UsageDimension[]): ReadStatement {
   const u = usageRows(from, to);
-  return { sql: `${u.sql}\n  ${rollUpSelect(by, { dayText: GROUP_SQL.day.id, collate: '' })}`, params: u.params, mode: 'all' };
+  return { sql: `${u.sql}\n  ${rollUpSelect(by, { dayText: GROUP_SQL.day.id, collate: '', numeric: '' })}`, params: u.params, mode: 'all' };
 }
 
 /** Run read statements in one read transaction (one snapshot); the usage worker does the same. */
