@@ -14,7 +14,7 @@ import { pageQuery } from './http.js';
  */
 
 const DIMENSIONS: ReadonlyArray<readonly [UsageDimension, string]> = [['team', 'Team'], ['key', 'Key'], ['endpoint', 'Endpoint'], ['day', 'Day']];
-/** The chart shows at most this many groups (the table has them all). */
+/** The chart shows at most this many groups (the biggest spenders), unless grouped by day alone. */
 const CHART_ROWS = 40;
 /**
  * Rows the table shows; the totals count them all. By key and day, two years of 200 keys is

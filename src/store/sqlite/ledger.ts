@@ -224,9 +224,10 @@ export class LedgerStore implements Ledger {
 
   /** Ledger.rollUp: summed by SQLite, read by the worker when there is one, ROLLUP_PAGE_ROWS at a time. */
   async rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]> {
-    const rows: RolledUsage[] = [];
-    for await (const page of this.rollUpPages(from, to, by)) rows.push(...page);
-    return rows;
+    const pages: RolledUsage[][] = [];
+    for await (const page of this.rollUpPages(from, to, by)) pages.push(page);
+    // Not push(...page): without the worker (the CLI) the one page is the whole report, past what a call's arguments can hold.
+    return pages.length === 1 ? pages[0]! : pages.flat();
   }
 
   /** Ledger.rollUpPages. SQLite's sums are numbers already: the rows are RolledUsage as read. */
