@@ -20,13 +20,6 @@ export async function* slicesOf<R>(pages: AsyncIterable<readonly R[]> | Iterable
   }
 }
 
-/** As slicesOf, joined: for a caller that needs the whole text (the CLI, the tests). */
-export async function textInSlices<R>(rows: readonly R[], text: (slice: readonly R[]) => string, separator = ''): Promise<string> {
-  const parts: string[] = [];
-  for await (const part of slicesOf([rows], text, separator)) parts.push(part);
-  return parts.join('');
-}
-
 /**
  * `source`'s pages with the first one read now, so that a refusal (a range inside a day pruned
  * to its totals) is thrown before any of the answer is sent; the rest are read as they are taken.

@@ -1,4 +1,4 @@
-import { slicesOf, textInSlices } from './in-slices.js';
+import { slicesOf } from './in-slices.js';
 import type { RolledRow, UsageDimension } from './usage-rollup.js';
 
 /*
@@ -35,10 +35,10 @@ export function csvLines(records: readonly (readonly string[])[]): string {
 /**
  * The usage CSV of `rows` (Ledger.rollUp by CSV_DIMENSIONS): a header row, then one row per day,
  * team and key, in their order; a key without a team (or no longer held) has an empty team, a
- * key without a name an empty key_name. Formatted a slice at a time (in-slices.ts).
+ * key without a name an empty key_name. Whole, for the CLI; the server writes usageCsvParts.
  */
-export async function usageCsv(rows: readonly RolledRow[]): Promise<string> {
-  return csvLines([[...USAGE_CSV_HEADER]]) + (await textInSlices(rows, csvRecords));
+export function usageCsv(rows: readonly RolledRow[]): string {
+  return csvLines([[...USAGE_CSV_HEADER]]) + csvRecords(rows);
 }
 
 /** As usageCsv, from pages of rows (Ledger.rollUpPages), a slice of lines at a time, for an answer written as it is made. */

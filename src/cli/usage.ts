@@ -75,7 +75,7 @@ export function registerUsage(program: Command): void {
     if (o.csv || o.by.length > 1) {
       const dims = o.csv ? CSV_DIMENSIONS : o.by;
       const rows = await withStorage(config, 'main', 'read', (storage) => storage.ledger.rollUp(w.from, w.to, dims).catch(pruned));
-      if (o.csv) return void process.stdout.write(await usageCsv(rows));
+      if (o.csv) return void process.stdout.write(usageCsv(rows));
       const grouped = groupedView(rows, o.by);
       if (o.json) return printJson(grouped);
       console.log(`Usage ${new Date(w.from).toISOString()} … ${new Date(w.to).toISOString()}`);

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
 import { UsageRangePruned, type LedgerRow, type UsageDetail, type UsageGroup, type UsageRow } from '../../src/domain/ledger.js';
-import { breakdownRow, rollUp } from '../../src/admin/usage-breakdown.js';
+import { breakdownRow, rollUp } from '../helpers/usage-model.js';
 import type { UsageDimension } from '../../src/domain/ledger.js';
 import type { BackendFactory, Handle } from './backends.js';
 import { DAY, eventually, HOUR, row, sleep, T0, unique } from './support.js';
@@ -11,7 +11,7 @@ const MINUTE = 60_000;
 const GROUPS: UsageGroup[] = ['key', 'team', 'day', 'endpoint'];
 const day0 = T0 - 10 * HOUR; // 2026-01-01 00:00 UTC
 
-/** The report `by` as the breakdown's rows summed (what the admin layer's rollUp does), ordered by id. */
+/** The report `by` as the breakdown's rows summed (what the model's rollUp does, test/helpers/usage-model.ts), ordered by id. */
 function summed(detail: readonly UsageDetail[], by: UsageGroup): UsageRow[] {
   const out = new Map<string | null, UsageRow>();
   for (const d of detail) {
@@ -126,7 +126,7 @@ export function breakdownContract(factory: BackendFactory): void {
               expect(detail).toEqual(model(rows, from, to, held));
               expect(await other.breakdown(from, to)).toEqual(detail);
               for (const by of GROUPS) expect(summed(detail, by), by).toEqual(byId(await ledger.report(from, to, by)));
-              // Summed and ordered by the store: what the admin layer's own rollUp makes of the breakdown.
+              // Summed and ordered by the store: what the model's rollUp (test/helpers/usage-model.ts) makes of the breakdown.
               const rolled = await ledger.rollUp(from, to, by);
               expect(rolled, by.join()).toEqual(rollUp(detail.map(breakdownRow), by));
               expect(await other.rollUp(from, to, by)).toEqual(rolled);

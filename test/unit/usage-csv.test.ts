@@ -1,9 +1,10 @@
 import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CSV_DIMENSIONS, rollUp, usageCsv, USAGE_CSV_HEADER, type BreakdownRow, type UsageDimension } from '../../src/admin/usage-breakdown.js';
+import { CSV_DIMENSIONS, usageCsv, usageCsvParts, USAGE_CSV_HEADER, type RolledRow, type UsageDimension } from '../../src/admin/usage-breakdown.js';
 import { csvLines, neutralise } from '../../src/admin/usage-csv.js';
-import { SLICE_ROWS, textInSlices } from '../../src/admin/in-slices.js';
+import { SLICE_ROWS, slicesOf } from '../../src/admin/in-slices.js';
+import { rollUp, type BreakdownRow } from '../helpers/usage-model.js';
 import { compactTime, usageGroups } from '../../src/admin/usage.js';
 
 /** Parsed as RFC 4180 by a real parser: CRLF records, quoted fields, nothing relaxed. */
@@ -54,10 +55,10 @@ describe('usage CSV (RFC 4180)', () => {
     expect(csvLines([['a,b', 'say "hi"', 'x\r\ny', '=cmd|x']])).toBe('"a,b","say ""hi""","x\r\ny",\'=cmd|x\r\n');
   });
 
-  it('property: usageCsv of the rows rolled up by day, team and key is a line each, under the header, parsed back to the same figures', async () => {
-    await fc.assert(
-      fc.asyncProperty(consistentRows, async (rows) => {
-        const parsed = parseCsv(await usageCsv(rollUp(rows, CSV_DIMENSIONS)));
+  it('property: usageCsv of the rows rolled up by day, team and key is a line each, under the header, parsed back to the same figures', () => {
+    fc.assert(
+      fc.property(consistentRows, (rows) => {
+        const parsed = parseCsv(usageCsv(rollUp(rows, CSV_DIMENSIONS)));
         expect(parsed[0]).toEqual([...USAGE_CSV_HEADER]);
         const expected = rollUp(rows, ['day', 'team', 'key']).map((r) =>
           [r.day!, r.team ?? '', r.key_id!, r.key_name ?? '', r.requests, r.cache_hits, r.credits, r.credits_saved].map((v) => neutralise(String(v))),
@@ -70,28 +71,37 @@ describe('usage CSV (RFC 4180)', () => {
     );
   });
 
-  it('an empty window is the header alone', async () => {
-    expect(await usageCsv([])).toBe('day,team,key_id,key_name,requests,cache_hits,credits_spent,credits_saved\r\n');
+  it('an empty window is the header alone', () => {
+    expect(usageCsv([])).toBe('day,team,key_id,key_name,requests,cache_hits,credits_spent,credits_saved\r\n');
   });
 
-  it('a report longer than a slice is every row once, in order, the slices joined without a seam', async () => {
-    const rows = Array.from({ length: SLICE_ROWS * 2 + 7 }, (_, i) => ({ day: '2026-01-01', team: i % 3 ? 'growth' : null, key_id: `key_${String(i).padStart(5, '0')}`, key_name: i % 2 ? '=x' : null, endpoint: null, requests: i, cache_hits: 0, credits: 1, credits_saved: 2 }));
-    const parsed = parseCsv(await usageCsv(rows));
+  it('written in pages longer than a slice (usageCsvParts) is every row once, in order, the file usageCsv makes, without a seam', async () => {
+    const rows: RolledRow[] = Array.from({ length: SLICE_ROWS * 2 + 7 }, (_, i) => ({ day: '2026-01-01', team: i % 3 ? 'growth' : null, key_id: `key_${String(i).padStart(5, '0')}`, key_name: i % 2 ? '=x' : null, endpoint: null, requests: i, cache_hits: 0, credits: 1, credits_saved: 2 }));
+    async function* pages() {
+      yield rows.slice(0, 3);
+      yield rows.slice(3, SLICE_ROWS + 5);
+      yield rows.slice(SLICE_ROWS + 5);
+    }
+    let text = '';
+    for await (const part of usageCsvParts(pages())) text += part;
+    const parsed = parseCsv(text);
     expect(parsed.length).toBe(rows.length + 1);
     expect(parsed.slice(1).map((r) => [r[2], r[3], r[4]])).toEqual(rows.map((r) => [r.key_id, r.key_name === null ? '' : "'=x", String(r.requests)]));
+    expect(text).toBe(usageCsv(rows));
   });
 });
 
-describe('textInSlices', () => {
+describe('slicesOf', () => {
   it('gives the event loop a turn between slices: a timer due meanwhile runs before the last slice is made', async () => {
     const made: string[] = [];
     setImmediate(() => made.push('other work'));
-    const text = await textInSlices(Array.from({ length: SLICE_ROWS + 1 }, (_, i) => i), (s) => {
+    const parts: string[] = [];
+    for await (const part of slicesOf([Array.from({ length: SLICE_ROWS + 1 }, (_, i) => i)], (s) => {
       made.push(`slice of ${s.length}`);
       return s.join(',');
-    }, ',');
+    }, ',')) parts.push(part);
     expect(made).toEqual([`slice of ${SLICE_ROWS}`, 'other work', 'slice of 1']);
-    expect(text.split(',').length).toBe(SLICE_ROWS + 1);
+    expect(parts.join('').split(',').length).toBe(SLICE_ROWS + 1);
   });
 });
 
