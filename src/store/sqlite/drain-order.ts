@@ -7,7 +7,8 @@ const PACKED_ROWID_LIMIT = 2 ** 32;
  * row's place in the map (rowid × 2^21 + place), so one numeric sort of a Float64Array orders
  * them and the counts are gathered by place from arrays filled in map order: the map is read
  * once, in its own order, not looked up per sorted rowid (20,000 rows spread over a million:
- * a median 3.3–4.0 ms against 4.6–5.3 ms, measured alone). A drain past 2^21 rows or a rowid past 2^32 is sorted by rowid and looked up.
+ * a median 3.3–4.0 ms against 4.6–5.3 ms, measured alone). A drain past 2^21 rows or a rowid
+ * past 2^32 is sorted by rowid and looked up.
  */
 export function sortedByRowid(rows: ReadonlyMap<number, { n: number; at: number }>): [ids: Float64Array<ArrayBuffer>, ns: Float64Array<ArrayBuffer>, ats: Float64Array<ArrayBuffer>] {
   const n = rows.size;
@@ -20,13 +21,13 @@ export function sortedByRowid(rows: ReadonlyMap<number, { n: number; at: number 
   let packable = n < INDEX_BITS;
   for (const [id, r] of rows) {
     if (id >= PACKED_ROWID_LIMIT) packable = false;
+    ids[i] = id;
     keys[i] = id * INDEX_BITS + i;
     byPlace[2 * i] = r.n;
     byPlace[2 * i + 1] = r.at;
     i++;
   }
   if (!packable) {
-    for (const id of rows.keys()) ids[--i] = id;
     ids.sort();
     for (let j = 0; j < n; j++) {
       const r = rows.get(ids[j]!)!;

@@ -131,8 +131,8 @@ export class HitCounts {
 
   /**
    * Begin the next drain now: every row counted so far, copied and sorted. Its cost grows with
-   * the rows (7 ms for 20,000 at 1M entries before sortedByRowid, BENCHMARKS.md §9), so the server makes it a step
-   * of its own rather than part of a write's.
+   * the rows (7 ms for 20,000 at 1M entries before sortedByRowid, BENCHMARKS.md §9), so the
+   * server makes it a step of its own rather than part of a write's.
    */
   beginDrain(): void {
     [this.ids, this.ns, this.ats] = sortedByRowid(this.rows);
