@@ -1,4 +1,4 @@
-export { compareNullable, groupedView, type RolledRow, type UsageDimension } from './usage-rollup.js';
+export { compareNullable, groupedJsonText, groupedView, type RolledRow, type UsageDimension } from './usage-rollup.js';
 export { CSV_DIMENSIONS, usageCsv, usageCsvParts, USAGE_CSV_HEADER } from './usage-csv.js';
 
 /*

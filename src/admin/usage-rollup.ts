@@ -33,3 +33,32 @@ export function groupedView(rows: readonly RolledRow[], by: readonly UsageDimens
     return { ...o, requests: r.requests, cache_hits: r.cache_hits, credits: r.credits, credits_saved: r.credits_saved };
   });
 }
+
+const q = JSON.stringify;
+/** Each dimension's members of a grouped row, as JSON text (`key` is key_id and key_name). */
+const DIMENSION_JSON: Record<UsageDimension, (r: RolledRow) => string> = {
+  team: (r) => `"team":${q(r.team)}`,
+  key: (r) => `"key_id":${q(r.key_id)},"key_name":${q(r.key_name)}`,
+  endpoint: (r) => `"endpoint":${q(r.endpoint)}`,
+  day: (r) => `"day":${q(r.day)}`,
+};
+
+/**
+ * The text of groupedView's rows as a JSON array's members, comma-joined, written directly: the
+ * object per row that groupedView builds, with keys added one by one, made 2,000 rows ~9 ms of
+ * work against ~1 ms, and a long report's slices held the event loop past 20 ms. The sums are
+ * finite numbers, written as JSON.stringify writes them.
+ */
+export function groupedJsonText(by: readonly UsageDimension[]): (rows: readonly RolledRow[]) => string {
+  const dims = by.map((d) => DIMENSION_JSON[d]);
+  return (rows) => {
+    let out = '';
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      let head = '';
+      for (const d of dims) head += `${d(r)},`;
+      out += `${i > 0 ? ',' : ''}{${head}"requests":${r.requests},"cache_hits":${r.cache_hits},"credits":${r.credits},"credits_saved":${r.credits_saved}}`;
+    }
+    return out;
+  };
+}

@@ -7,7 +7,7 @@ import { overviewView } from './overview.js';
 import { slicesOf, startPages } from './in-slices.js';
 import { onlyParams, READS_QUERY, Refusal, send, sendJsonParts } from './reply.js';
 import { compactTime, usageGroups, usageWindow } from './usage.js';
-import { CSV_DIMENSIONS, groupedView, usageCsvParts } from './usage-breakdown.js';
+import { CSV_DIMENSIONS, groupedJsonText, usageCsvParts } from './usage-breakdown.js';
 
 type Query = { Querystring: Record<string, string | undefined> };
 
@@ -45,7 +45,7 @@ export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): vo
     // Read, serialized and written a page at a time (in-slices.ts): by key and day, a year of 200 keys is 73,000 rows.
     const pages = await startPages(ledger.rollUpPages(w.from, w.to, by)).catch(refused);
     const head = `{"from":${JSON.stringify(iso(w.from))},"to":${JSON.stringify(iso(w.to))},"by":${JSON.stringify(by)},"rows":[`;
-    const parts = slicesOf(pages, (slice) => groupedView(slice, by).map((r) => JSON.stringify(r)).join(','), ',');
+    const parts = slicesOf(pages, groupedJsonText(by), ',');
     return sendJsonParts(reply, 200, head, parts, ']}');
   });
 
