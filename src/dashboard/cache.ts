@@ -5,6 +5,7 @@ import { ENDPOINT_NAMES } from '../domain/endpoints.js';
 import { purgeFilter } from '../domain/purge-filter.js';
 import { frameOf, sessionOf, show, type DashboardDeps } from './context.js';
 import { field, formOf, seeOther } from './http.js';
+import { FORMAT } from './render.js';
 
 /** The purge form's fields as typed, shown again with an error. */
 interface Typed {
@@ -25,7 +26,7 @@ export function registerCache(app: FastifyInstance, deps: DashboardDeps): void {
 
   app.get('/cache', async (request, reply) => {
     const purged = (request.query as Record<string, unknown>).purged;
-    const notice = typeof purged === 'string' && /^[0-9]{1,12}$/.test(purged) ? `Purged ${Number(purged).toLocaleString('en-US')} entries.` : null;
+    const notice = typeof purged === 'string' && /^[0-9]{1,12}$/.test(purged) ? `Purged ${FORMAT.num(Number(purged))} entries.` : null;
     return view(request, reply, 200, null, notice, { by: 'url', url: '', id: '', endpoint: '' });
   });
 
