@@ -104,12 +104,14 @@ export interface Ledger {
    */
   rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]>;
   /**
-   * rollUp's rows in pages, in order, for an answer written as it is read: the first `next()`
-   * reads the first page and throws UsageRangePruned (or a storage error) before any row is
-   * given; stopping early ends the read. On SQLite, pages of 2,000 rows from the worker, each
-   * asked for when the one before is taken: the event loop never holds the whole report.
+   * rollUp's rows in pages of at most `pageRows` (default ROLLUP_PAGE_ROWS), none empty, in
+   * order, for an answer written as it is read: the first `next()` reads the first page and
+   * throws UsageRangePruned (or a storage error) before any row is given; stopping early ends the
+   * read and frees what it held. All pages are one snapshot. On SQLite, pages from the worker,
+   * each asked for when the one before is taken; on PostgreSQL, FETCHes from a cursor the server
+   * keeps: the event loop never holds the whole report.
    */
-  rollUpPages(from: number, to: number, by: readonly UsageDimension[]): AsyncIterable<RolledUsage[]>;
+  rollUpPages(from: number, to: number, by: readonly UsageDimension[], pageRows?: number): AsyncIterable<RolledUsage[]>;
   /**
    * Charge every reservation a dead process left, at its estimate, marked unsettled, each
    * once however many processes run this at the same time. Never a live process's: with one

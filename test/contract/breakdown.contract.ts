@@ -170,6 +170,34 @@ export function breakdownContract(factory: BackendFactory): void {
       await expect(ledger.rollUp(day0 + HOUR, day0 + 4 * DAY, ['team'])).rejects.toBeInstanceOf(UsageRangePruned);
     });
 
+    it('rollUpPages: rollUp in pages of at most pageRows, none empty; a reader that stops early frees the read, however often', async () => {
+      h = await factory.open({ clock: new FakeClock(T0) });
+      const { keys, ledger } = h.backend;
+      const k = (await keys.create({ name: unique('pages') })).key.id;
+      for (let d = 0; d < 11; d++) await ledger.record(row(k, T0 + d * DAY + 5, { credits: d + 1, cache: 'MISS' }));
+      const [from, to, by] = [T0, T0 + 12 * DAY, ['day', 'key'] as UsageDimension[]];
+      const whole = await ledger.rollUp(from, to, by);
+      expect(whole).toHaveLength(11);
+      const read = async (pageRows: number) => {
+        const pages: unknown[][] = [];
+        for await (const page of ledger.rollUpPages(from, to, by, pageRows)) pages.push(page);
+        return pages;
+      };
+      expect((await read(3)).map((p) => p.length)).toEqual([3, 3, 3, 2]);
+      expect((await read(3)).flat()).toEqual(whole);
+      expect(await read(11)).toEqual([whole]);
+      for await (const _ of ledger.rollUpPages(T0 + 20 * DAY, T0 + 21 * DAY, by, 3)) expect.fail('a range where nothing was used has no page');
+      // More early stops than a pool holds connections: a read that kept its connection (or its
+      // cursor) would leave the next ones waiting, and this rollUp with them.
+      for (let i = 0; i < 12; i++) {
+        for await (const page of ledger.rollUpPages(from, to, by, 2)) {
+          expect(page).toEqual(whole.slice(0, 2));
+          break;
+        }
+      }
+      expect(await ledger.rollUp(from, to, by)).toEqual(whole);
+    });
+
     it('rollUp of a range where nothing was used has no row, not a row of nulls, whatever the grouping', async () => {
       h = await factory.open({ clock: new FakeClock(T0) });
       for (const by of [[], ['team'], ['day', 'key']] as UsageDimension[][]) expect(await h.backend.ledger.rollUp(T0 + DAY, T0 + 2 * DAY, by)).toEqual([]);

@@ -1,82 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, QueryResultRow } from 'pg';
-import { checkRange, DAY_MS, splitRange, type LedgerRow, type RolledUsage, type UsageDetail, type UsageDimension, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
-import { rollUpSelect } from '../usage-rollup-sql.js';
+import { checkRange, type LedgerRow, type RolledUsage, type UsageDetail, type UsageDimension, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
+import { ROLLUP_PAGE_ROWS } from '../usage-rollup-sql.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn } from './charges.js';
 import type { PgCredits } from './credits.js';
 import { DEFAULT_LEASE_MS } from './lease.js';
+import { heldCursorPages } from './held-cursor.js';
 import { countedArrays, EXPIRE_COUNTED_MARKS, REPLACE, UPSERT_COUNTED, values } from './ledger-rows.js';
 import { inTransaction } from './pool.js';
 import { recoverAbandonedIn } from './recovery.js';
 import { settleIn } from './settle.js';
-import { MINUTE_MS, UsageTally, type TallyGroup } from '../usage-tally.js';
+import { UsageTally, type TallyGroup } from '../usage-tally.js';
+import { DETAIL_SQL, rollUpSql, sums, USAGE_SQL, usageParams } from './usage-sql.js';
 
-const GROUP: Record<UsageGroup, { id: string; name: string }> = {
-  key: { id: 'u.key_id', name: 'COALESCE(k.name, u.key_id)' },
-  // The key's team now (the column kept its name `owner`); no team, or no key row: NULL, one group.
-  team: { id: 'k.owner', name: 'k.owner' },
-  day: { id: "to_char(date '1970-01-01' + u.day, 'YYYY-MM-DD')", name: "to_char(date '1970-01-01' + u.day, 'YYYY-MM-DD')" },
-  endpoint: { id: 'u.endpoint', name: 'u.endpoint' },
-};
-
-/**
- * Most credits first for keys and teams, the others by id. Team names are free text: compared
- * byte-wise (COLLATE "C"), as SQLite does, so both backends list teams in one order (an output
- * column is named bare in ORDER BY, so the team is named by its column here).
- */
-const ORDER: Record<UsageGroup, string> = {
-  key: 'credits DESC, requests DESC, id',
-  team: 'credits DESC, requests DESC, k.owner COLLATE "C" NULLS LAST',
-  day: 'id',
-  endpoint: 'id',
-};
-
-/**
- * Usage over ts in [$1, $2): the daily totals of the whole days [$3, $4) (days pruned past the
- * retention, ledger-retention.ts) plus every raw row and counted group (usage_minute, at its
- * earliest request's time; $5 and $6 its minutes, for the primary key, as bigint: a range may
- * end in a year whose minutes pass an integer's 2^31) in the range, grouped.
- * A row or group is held either as itself or in its day's totals, never both, and one
- * statement reads all of them in one snapshot, so whole days are exact however far a prune
- * has got; a partial day is exact when none of it was folded, which checkRange establishes
- * (PgLedger.report).
- */
-const USAGE_ROWS = `WITH u (day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits) AS (
-    SELECT day, key_id, endpoint, requests, cache_hits, credits, credits_saved, unsettled_credits FROM usage_daily WHERE day >= $3 AND day < $4
-    UNION ALL
-    SELECT (ts / ${DAY_MS})::integer, key_id, endpoint, count(*), count(*) FILTER (WHERE cache IN ('HIT', 'STALE')), sum(credits), sum(credits_saved),
-      COALESCE(sum(credits) FILTER (WHERE unsettled), 0)
-    FROM ledger WHERE ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
-    UNION ALL
-    SELECT (ts / ${DAY_MS})::integer, key_id, endpoint, sum(requests), sum(cache_hits), 0, sum(credits_saved), 0
-    FROM usage_minute WHERE minute >= $5::bigint AND minute <= $6::bigint AND ts >= $1 AND ts < $2 GROUP BY 1, 2, 3
-  )`;
-
-const SUMS = `SUM(u.requests) AS requests, SUM(u.cache_hits) AS cache_hits, SUM(u.credits) AS credits,
-    SUM(u.credits_saved) AS credits_saved, SUM(u.unsettled_credits) AS unsettled_credits`;
-
-const usageSql = (g: { id: string; name: string }, by: UsageGroup) => `${USAGE_ROWS}
-  SELECT ${g.id} AS id, ${g.name} AS name, ${SUMS}
-  FROM u LEFT JOIN api_keys k ON k.id = u.key_id
-  GROUP BY 1, 2 ORDER BY ${ORDER[by]}`;
-
-/** Ledger.breakdown: per day, key and endpoint, ordered byte-wise as SQLite orders them. */
-const DETAIL_SQL = `${USAGE_ROWS}
-  SELECT ${GROUP.day.id} AS day, u.key_id AS key_id, k.name AS key_name, k.owner AS team, u.endpoint AS endpoint, ${SUMS}
-  FROM u LEFT JOIN api_keys k ON k.id = u.key_id
-  GROUP BY u.day, u.key_id, u.endpoint, k.name, k.owner ORDER BY u.day, u.key_id COLLATE "C", u.endpoint COLLATE "C"`;
-
-const USAGE_SQL = Object.fromEntries((Object.keys(GROUP) as UsageGroup[]).map((by) => [by, usageSql(GROUP[by], by)])) as Record<UsageGroup, string>;
-
-/** The summed columns, numbers (bigint sums arrive as text). */
-const sums = (x: { requests: string; cache_hits: string; credits: string; credits_saved: string; unsettled_credits: string }) => ({
-  requests: Number(x.requests),
-  cache_hits: Number(x.cache_hits),
-  credits: Number(x.credits),
-  credits_saved: Number(x.credits_saved),
-  unsettled_credits: Number(x.unsettled_credits),
-});
 
 /**
  * The usage ledger in PostgreSQL. A row that charged credits, or whose request holds a
@@ -189,25 +126,30 @@ export class PgLedger implements Ledger {
 
   /** Ledger.rollUp: summed by PostgreSQL, the sums read as numbers (rollUpSelect). */
   rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]> {
-    return this.read<RolledUsage>(`${USAGE_ROWS}\n  ${rollUpSelect(by, { dayText: GROUP.day.id, collate: ' COLLATE "C"', numeric: '::float8' })}`, from, to);
+    return this.read<RolledUsage>(rollUpSql(by), from, to);
   }
 
-  /** Ledger.rollUpPages: one page, the whole result (node-postgres reads a result whole, parsing it as it arrives). */
-  async *rollUpPages(from: number, to: number, by: readonly UsageDimension[]): AsyncGenerator<RolledUsage[]> {
-    yield await this.rollUp(from, to, by);
+  /** Ledger.rollUpPages: from a cursor the server keeps (held-cursor.ts), refused as rollUp is before the first page. */
+  async *rollUpPages(from: number, to: number, by: readonly UsageDimension[], pageRows = ROLLUP_PAGE_ROWS): AsyncGenerator<RolledUsage[]> {
+    await this.flush();
+    yield* heldCursorPages<RolledUsage>(this.pool, rollUpSql(by), usageParams(from, to), pageRows, () => this.checkMark(from, to));
   }
 
   /** A usage statement over [from, to) (USAGE_ROWS' parameters), after a flush, refused as checkRange refuses. */
   private async read<R extends QueryResultRow>(sql: string, from: number, to: number): Promise<R[]> {
     await this.flush();
-    const { fromDay, toDay } = splitRange(from, to);
-    const minutes = [Math.floor(from / MINUTE_MS), Math.floor((to - 1) / MINUTE_MS)];
-    const r = await this.pool.query<R>(sql, [from, to, fromDay, toDay, ...minutes]);
-    // Read after the sums: a prune moves raw_from_day before it folds any row of a day, so a
-    // day the sums saw partly folded is always behind the mark read here, and refused.
+    const r = await this.pool.query<R>(sql, usageParams(from, to));
+    await this.checkMark(from, to);
+    return r.rows;
+  }
+
+  /**
+   * Read after the sums: a prune moves raw_from_day before it folds any row of a day, so a day
+   * the sums saw partly folded is always behind the mark read here, and refused.
+   */
+  private async checkMark(from: number, to: number): Promise<void> {
     const mark = await this.pool.query<{ value: string }>("SELECT value FROM ledger_meta WHERE name = 'raw_from_day'");
     checkRange(from, to, Number(mark.rows[0]?.value ?? 0));
-    return r.rows;
   }
 
   /**

@@ -10,13 +10,11 @@ import { detailStatement, queryDetail, queryUsage, RAW_FROM_DAY, readAll, rollUp
 import type { ReadWorker } from './read-worker.js';
 import { gated, type WriteGate } from '../write-gate.js';
 import { isStorageError } from '../storage-errors.js';
+import { ROLLUP_PAGE_ROWS } from '../usage-rollup-sql.js';
 import { abandonedCharge, type LedgerRow, type RolledUsage, type UsageDetail, type UsageDimension, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 
 export { type LedgerRow } from './ledger-rows.js';
 export { queryUsage, UsageRangePruned, type UsageGroup, type UsageRow } from './usage-report.js';
-
-/** Rows of a roll-up received per event (ReadWorker.pages): ~2.5 ms of copying each. */
-const ROLLUP_PAGE_ROWS = 2_000;
 
 export interface LedgerOptions {
   /** How far the counts of zero-credit requests may lag: what a `kill -9` can lose of them. */
@@ -224,21 +222,32 @@ export class LedgerStore implements Ledger {
 
   /** Ledger.rollUp: summed by SQLite, read by the worker when there is one, ROLLUP_PAGE_ROWS at a time. */
   async rollUp(from: number, to: number, by: readonly UsageDimension[]): Promise<RolledUsage[]> {
+    if (!this.reader) {
+      this.flush();
+      return usageResult<RolledUsage>(from, to, readAll(this.db, [RAW_FROM_DAY, rollUpStatement(from, to, by)]));
+    }
     const pages: RolledUsage[][] = [];
     for await (const page of this.rollUpPages(from, to, by)) pages.push(page);
-    // Not push(...page): without the worker (the CLI) the one page is the whole report, past what a call's arguments can hold.
-    return pages.length === 1 ? pages[0]! : pages.flat();
+    // Not push(...page) onto one array: past ~120,000 rows that is more than a call's arguments can hold.
+    return pages.flat();
   }
 
   /** Ledger.rollUpPages. SQLite's sums are numbers already: the rows are RolledUsage as read. */
-  async *rollUpPages(from: number, to: number, by: readonly UsageDimension[]): AsyncGenerator<RolledUsage[]> {
+  async *rollUpPages(from: number, to: number, by: readonly UsageDimension[], pageRows = ROLLUP_PAGE_ROWS): AsyncGenerator<RolledUsage[]> {
     this.flush();
     const statements = [RAW_FROM_DAY, rollUpStatement(from, to, by)];
-    if (!this.reader) return yield usageResult<RolledUsage>(from, to, readAll(this.db, statements));
+    if (!this.reader) {
+      // Read whole on this thread (the CLI, tests): given in pages all the same, as the port promises.
+      const rows = usageResult<RolledUsage>(from, to, readAll(this.db, statements));
+      for (let i = 0; i < rows.length; i += pageRows) yield rows.slice(i, i + pageRows);
+      return;
+    }
     let first = true;
-    for await (const { head, rows } of this.reader.pages(this.db.name, statements, ROLLUP_PAGE_ROWS)) {
-      yield first ? usageResult<RolledUsage>(from, to, [head[0], rows]) : (rows as RolledUsage[]);
+    for await (const { head, rows } of this.reader.pages(this.db.name, statements, pageRows)) {
+      // The first page is checked against the mark even when empty (a refused range); the worker's last may be empty.
+      const page = first ? usageResult<RolledUsage>(from, to, [head[0], rows]) : (rows as RolledUsage[]);
       first = false;
+      if (page.length > 0) yield page;
     }
   }
 
