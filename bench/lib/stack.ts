@@ -29,6 +29,8 @@ export interface StackOptions {
   nodeArgs?: string[];
   /** A data dir prepared beforehand (e.g. a populated cache.db); a temp dir otherwise. */
   dir?: string;
+  /** The gateway's and the key's CLI environment beyond the stack's own (e.g. a shared backend's URLs). */
+  env?: Record<string, string>;
 }
 
 let logNo = 0;
@@ -37,7 +39,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const sim = await startSimulator(SIM_KEY, o.simLatencyMs ?? 0);
   if (o.dir) await recordCacheOrigin(o.dir, sim.url);
-  const key = createKey(dir);
+  const key = createKey(dir, { env: o.env });
   const boot = (nodeArgs = o.nodeArgs) =>
     startGateway({
       dataDir: dir,
@@ -46,6 +48,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
       logFile: join(dir, `gateway-${++logNo}.log`),
       configFile: o.configFile,
       nodeArgs,
+      env: o.env,
     });
   let gw = await boot();
   return {
