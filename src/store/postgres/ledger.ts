@@ -50,8 +50,12 @@ export class PgLedger implements Ledger {
   constructor(
     private readonly pool: Pool,
     private readonly credits: PgCredits,
-    /** Every replica's lease (ReplicaLease.leaseMs): past it without a heartbeat, a replica's reservations are abandoned. */
-    private readonly opts: { readonly leaseMs?: number } = {},
+    private readonly opts: {
+      /** Every replica's lease (ReplicaLease.leaseMs): past it without a heartbeat, a replica's reservations are abandoned. */
+      readonly leaseMs?: number;
+      /** Where rollUpPages holds its connection while its reader takes the pages (`pool` without one). */
+      readonly reportPool?: Pool;
+    } = {},
   ) {}
 
   async record(row: LedgerRow): Promise<void> {
@@ -132,7 +136,7 @@ export class PgLedger implements Ledger {
   /** Ledger.rollUpPages: from a cursor the server keeps (held-cursor.ts), refused as rollUp is before the first page. */
   async *rollUpPages(from: number, to: number, by: readonly UsageDimension[], pageRows = ROLLUP_PAGE_ROWS): AsyncGenerator<RolledUsage[]> {
     await this.flush();
-    yield* heldCursorPages<RolledUsage>(this.pool, rollUpSql(by), usageParams(from, to), pageRows, () => this.checkMark(from, to));
+    yield* heldCursorPages<RolledUsage>(this.opts.reportPool ?? this.pool, rollUpSql(by), usageParams(from, to), pageRows, () => this.checkMark(from, to));
   }
 
   /** A usage statement over [from, to) (USAGE_ROWS' parameters), after a flush, refused as checkRange refuses. */

@@ -177,6 +177,7 @@ export class SharedBackend implements StorageBackend {
     closeRedis(p.redis);
     await p.leasePool?.end().catch(() => {});
     await p.cachePool.end().catch(() => {});
+    await p.reportPool?.end().catch(() => {});
     await p.pool.end().catch(() => {});
   }
 }

@@ -62,6 +62,8 @@ export interface SharedParts {
   readonly pool: Pool;
   readonly leasePool: Pool | null;
   readonly cachePool: Pool;
+  /** The server's long usage reports' (PgLedger.rollUpPages): a client slow to read one holds a connection of these, never one requests need. */
+  readonly reportPool: Pool | null;
   readonly redis: RedisClientType;
   /** The server's: this replica's lease and the recovery of dead replicas' reservations. */
   readonly lease: ReplicaLease | null;
@@ -89,6 +91,9 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
   // The cache's own connections commit without waiting for the disk: an entry lost to a
   // crash of PostgreSQL is fetched again, and a miss saves a disk sync.
   const cachePool = openPool(databaseUrl, { max: server ? 4 : 1, asyncCommit: true });
+  // A long report is written as it is read, as fast as its client takes it, on a connection
+  // held meanwhile: two such at once; a third waits for one, then fails (503).
+  const reportPool = server ? openPool(databaseUrl, { max: 2 }) : null;
   let redis: RedisClientType | null = null;
   let changes: PgChangeFeed | null = null;
   let beacon: RedisChangeBeacon | null = null;
@@ -109,7 +114,7 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     const table = new PgKeys(pool, clock, audit, stamps);
     // A command reserves nothing: it needs no lease, only an owner name no replica has.
     const credits = lease ? new PgCredits(pool, lease.id, lease) : new PgCredits(pool, `cli-${process.pid}`);
-    const ledger = new PgLedger(pool, credits, lease ? { leaseMs: lease.leaseMs } : {});
+    const ledger = new PgLedger(pool, credits, { ...(lease && { leaseMs: lease.leaseMs }), ...(reportPool && { reportPool }) });
     recovery = lease ? new AbandonedRecovery(ledger, log) : null;
     // Reservations of replicas that died are charged before this one serves, then every few seconds.
     await recovery?.run();
@@ -125,7 +130,7 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     const keys = new RememberedKeys(table, changes, () => announced.announce('keys'));
     const teams = rememberedTeams(new PgTeams(pool, clock, audit, stamps), keys);
     const retention = server ? new PgLedgerRetention(pool, { retentionDays: config.ledger.retentionDays, clock, log }).start(config.ledger.pruneIntervalMs) : null;
-    return { pool, leasePool, cachePool, redis, lease, recovery, retention, changes, beacon, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, redisPrefix: prefix, log, server };
+    return { pool, leasePool, cachePool, reportPool, redis, lease, recovery, retention, changes, beacon, keys, teams, audit, sessions: new PgSessions(pool), alerts: new PgBudgetAlerts(pool), lastUsed, rates, credits, ledger, cache, claims, redisPrefix: prefix, log, server };
   } catch (err) {
     await recovery?.stop();
     beacon?.close();
@@ -134,6 +139,7 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     await lease?.stop().catch(() => {});
     await leasePool?.end().catch(() => {});
     await cachePool.end().catch(() => {});
+    await reportPool?.end().catch(() => {});
     await pool.end().catch(() => {});
     throw err;
   }
