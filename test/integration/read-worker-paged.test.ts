@@ -89,9 +89,21 @@ describe('ReadWorker.pages: a long result a page at a time, in one snapshot', ()
       expect(rows).toHaveLength(1_000);
       break;
     }
-    // The stopped read's snapshot is gone: a TRUNCATE checkpoint, which waits for every reader, is not kept busy.
+    // The stopped read's snapshot is gone: a TRUNCATE checkpoint, which needs every reader gone, is not refused busy.
+    // From a connection of its own that never waits (busy_timeout 0), after a write of its own: the
+    // writer's connection, waiting up to 5 s, had passed while the worker still held the read (it
+    // could not close a connection whose statement was mid-iteration).
     db.prepare('INSERT INTO t VALUES (?, ?)').run(20_000, 'after');
-    const checkpointed = async () => (db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[])[0]!.busy === 0;
+    const checkpointed = async () => {
+      const probe = new Database(file);
+      try {
+        probe.pragma('busy_timeout = 0');
+        probe.exec('CREATE TABLE IF NOT EXISTS probe (x); INSERT INTO probe VALUES (1)');
+        return (probe.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[])[0]!.busy === 0;
+      } finally {
+        probe.close();
+      }
+    };
     let ok = await checkpointed();
     for (let i = 0; !ok && i < 50; i++) {
       await new Promise((r) => setTimeout(r, 20));

@@ -34,6 +34,13 @@ const cursors = new Map();
 const open = (file) => new Database(file, { readonly: true, fileMustExist: true, timeout: 5000 });
 const run = (db, st) => { const stmt = db.prepare(st.sql); return st.mode === 'get' ? stmt.pluck().get(...st.params) : stmt.all(...st.params); };
 const fail = (id, e) => parentPort.postMessage({ id, error: { message: String((e && e.message) || e), code: e && e.code } });
+// A paged read's end: its statement first, for better-sqlite3 refuses to close a connection
+// whose statement is mid-iteration (a cancel had left the read, and its snapshot, open for good,
+// and no checkpoint could empty the WAL past it).
+function end(c) {
+  try { c.rows.return(); } catch {}
+  try { c.db.close(); } catch {}
+}
 // The next page of a paged read; its connection, and with it the snapshot, ends with the last.
 function page(id) {
   const c = cursors.get(id);
@@ -43,18 +50,18 @@ function page(id) {
     let r;
     while (rows.length < c.size && !(r = c.rows.next()).done) rows.push(r.value);
     const more = rows.length === c.size;
-    if (!more) { cursors.delete(id); c.db.close(); }
+    if (!more) { cursors.delete(id); end(c); }
     parentPort.postMessage({ id, results: [...c.head, rows], more });
     c.head = [];
   } catch (e) {
     cursors.delete(id);
-    try { c.db.close(); } catch {}
+    end(c);
     fail(id, e);
   }
 }
 parentPort.on('message', (msg) => {
   if (msg.next) return page(msg.id);
-  if (msg.cancel) { const c = cursors.get(msg.id); cursors.delete(msg.id); try { c?.db.close(); } catch {} return; }
+  if (msg.cancel) { const c = cursors.get(msg.id); cursors.delete(msg.id); if (c) end(c); return; }
   if (msg.pageRows) {
     let db;
     try {
