@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** Rows a report formats per turn of the event loop: ~2 ms of work at most. */
@@ -21,18 +22,23 @@ export async function* slicesOf<R>(pages: AsyncIterable<readonly R[]> | Iterable
 }
 
 /**
- * `source`'s pages with the first one read now, so that a refusal (a range inside a day pruned
- * to its totals) is thrown before any of the answer is sent; the rest are read as they are taken.
+ * The stream of an answer `write` makes from `source`'s pages: the first page is read now, so that
+ * a refusal (a range inside a day pruned to its totals) is thrown before any of the answer is sent;
+ * the rest are read as the client takes the answer. The source's read is ended when the stream
+ * closes, however it closes: at its end, on an error, a client gone midway, and a client gone while
+ * the first page was read, when the stream is destroyed before it asked for anything and none of
+ * the generators between it and the source has started, so none would end the read. That read had
+ * stayed open for good: on SQLite a read transaction of the worker's, which no checkpoint gets
+ * past; on the shared backend one of a replica's two report connections.
  */
-export async function startPages<T>(source: AsyncIterable<T>): Promise<AsyncIterable<T>> {
+export async function pagedStream<T>(source: AsyncIterable<T>, write: (pages: AsyncIterable<T>) => AsyncIterable<string>): Promise<Readable> {
   const it = source[Symbol.asyncIterator]();
   const first = await it.next();
-  return (async function* () {
-    try {
-      for (let r = first; !r.done; r = await it.next()) yield r.value;
-    } finally {
-      // Stopped early (the client went away): the source's read ends too.
-      await it.return?.();
-    }
+  const pages = (async function* () {
+    for (let r = first; !r.done; r = await it.next()) yield r.value;
   })();
+  const stream = Readable.from(write(pages));
+  // After a page being read, if one is: an async generator takes return() in turn.
+  stream.once('close', () => void it.return?.()?.catch(() => {}));
+  return stream;
 }

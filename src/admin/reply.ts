@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { failure, type Failure } from '../domain/errors.js';
@@ -35,14 +35,16 @@ export function send(reply: FastifyReply, status: number, body: unknown) {
   return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
-/** As send(), with the body written as it is made: `head`, the parts, `tail` (a long report, admin/in-slices.ts). */
-export function sendJsonParts(reply: FastifyReply, status: number, head: string, parts: AsyncIterable<string>, tail: string) {
-  async function* body() {
-    yield head;
-    yield* parts;
-    yield tail;
-  }
-  return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(Readable.from(body()));
+/** A JSON answer written as it is made: `head`, the parts, `tail` (a long report, admin/in-slices.ts). */
+export async function* jsonParts(head: string, parts: AsyncIterable<string>, tail: string): AsyncGenerator<string> {
+  yield head;
+  yield* parts;
+  yield tail;
+}
+
+/** As send(), with the body a stream (pagedStream's). */
+export function sendJsonStream(reply: FastifyReply, status: number, body: Readable) {
+  return reply.code(status).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(body);
 }
 
 /** Admin answers are never cached by intermediaries. */

@@ -1,11 +1,10 @@
-import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { failure } from '../domain/errors.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import type { AdminDeps } from './deps.js';
 import { overviewView } from './overview.js';
-import { slicesOf, startPages } from './in-slices.js';
-import { onlyParams, READS_QUERY, Refusal, send, sendJsonParts } from './reply.js';
+import { pagedStream, slicesOf } from './in-slices.js';
+import { jsonParts, onlyParams, READS_QUERY, Refusal, send, sendJsonStream } from './reply.js';
 import { compactTime, usageGroups, usageWindow } from './usage.js';
 import { CSV_DIMENSIONS, groupedJsonText, usageCsvParts } from './usage-breakdown.js';
 
@@ -43,22 +42,21 @@ export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): vo
       return send(reply, 200, { from: iso(w.from), to: iso(w.to), by: by[0], rows });
     }
     // Read, serialized and written a page at a time (in-slices.ts): by key and day, a year of 200 keys is 73,000 rows.
-    const pages = await startPages(ledger.rollUpPages(w.from, w.to, by)).catch(refused);
     const head = `{"from":${JSON.stringify(iso(w.from))},"to":${JSON.stringify(iso(w.to))},"by":${JSON.stringify(by)},"rows":[`;
-    const parts = slicesOf(pages, groupedJsonText(by), ',');
-    return sendJsonParts(reply, 200, head, parts, ']}');
+    const body = await pagedStream(ledger.rollUpPages(w.from, w.to, by), (pages) => jsonParts(head, slicesOf(pages, groupedJsonText(by), ','), ']}')).catch(refused);
+    return sendJsonStream(reply, 200, body);
   });
 
   admin.get<Query>('/usage/export.csv', READS_QUERY, async (request, reply) => {
     onlyParams(request.query, ['from', 'to']);
     const w = window(request.query);
-    const pages = await startPages(ledger.rollUpPages(w.from, w.to, CSV_DIMENSIONS)).catch(refused);
+    const body = await pagedStream(ledger.rollUpPages(w.from, w.to, CSV_DIMENSIONS), usageCsvParts).catch(refused);
     return reply
       .code(200)
       .header('cache-control', 'no-store')
       .header('content-disposition', `attachment; filename="tollgate-usage-${compactTime(w.from)}-${compactTime(w.to)}.csv"`)
       .type('text/csv; charset=utf-8')
-      .send(Readable.from(usageCsvParts(pages)));
+      .send(body);
   });
 
   // Its query parameters, none, are refused by the admin scope's hook (routes.ts).

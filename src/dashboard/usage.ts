@@ -1,8 +1,8 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { compactTime, usageWindow } from '../admin/usage.js';
 import { CSV_DIMENSIONS, usageCsvParts, type RolledRow, type UsageDimension } from '../admin/usage-breakdown.js';
-import { startPages } from '../admin/in-slices.js';
+import { pagedStream } from '../admin/in-slices.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import { frameOf, show, type DashboardDeps } from './context.js';
 import { pageQuery } from './http.js';
@@ -122,9 +122,9 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     const q = typeof read === 'string' ? {} : read.one;
     const w = typeof read === 'string' ? read : usageWindow(q.from || undefined, q.to || undefined, deps.clock.now());
     if (typeof w === 'string') return view(request, reply, 400, `${w}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
-    let pages: AsyncIterable<RolledRow[]>;
+    let body: Readable;
     try {
-      pages = await startPages(ledger.rollUpPages(w.from, w.to, CSV_DIMENSIONS));
+      body = await pagedStream(ledger.rollUpPages(w.from, w.to, CSV_DIMENSIONS), usageCsvParts);
     } catch (err) {
       if (err instanceof UsageRangePruned) return view(request, reply, 400, `${err.message}.`, { by: ['key'], shown: { from: q.from ?? '', to: q.to ?? '' }, rows: [], chart: null, csv: null });
       throw err;
@@ -132,6 +132,6 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     return reply
       .header('content-disposition', `attachment; filename="tollgate-usage-${compactTime(w.from)}-${compactTime(w.to)}.csv"`)
       .type('text/csv; charset=utf-8')
-      .send(Readable.from(usageCsvParts(pages)));
+      .send(body);
   });
 }
