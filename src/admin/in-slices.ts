@@ -38,7 +38,7 @@ export async function pagedStream<T>(source: AsyncIterable<T>, write: (pages: As
     for (let r = first; !r.done; r = await it.next()) yield r.value;
   })();
   const stream = Readable.from(write(pages));
-  // After a page being read, if one is: an async generator takes return() in turn.
+  // While a page is being read, return() waits for it: an async generator takes calls in turn.
   stream.once('close', () => void it.return?.()?.catch(() => {}));
   return stream;
 }
