@@ -4,7 +4,10 @@
  * [--shared]`): daily totals for `keys` keys × 3 endpoints × `days` days in tollgate.db (or, with
  * --shared, in a PostgreSQL database of this run's own: the shared backend), a gateway over it,
  * and /healthz asked every ~2 ms while each admin report runs (the CSV export, the multi-group
- * reports, the overview); the longest /healthz answer is about the longest stall. Not part of
+ * reports, the overview); the longest /healthz answer is about the longest stall.
+ * REPORT_STALLS_NODE_ARGS gives the gateway node flags (`--trace-gc`, `--cpu-prof`; its log and
+ * profile stay in the data dir, printed at the end); REPORT_STALLS_ONLY, a regular expression,
+ * picks the reports by label. Not part of
  * `npm run bench`: a tool for issue 16's "no stall from admin reports and CSV exports"
  * (BENCHMARKS.md §7).
  */
@@ -52,7 +55,9 @@ if (store) {
 }
 const TOKEN = 'bench-admin-token-0123456789';
 writeFileSync(join(dir, 'b.yaml'), `adminToken: ${TOKEN}\n`);
-const stack = await startStack({ dir, configFile: join(dir, 'b.yaml'), ...(store && { env: store.env }) });
+const nodeArgs = (process.env.REPORT_STALLS_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const only = new RegExp(process.env.REPORT_STALLS_ONLY ?? '');
+const stack = await startStack({ dir, configFile: join(dir, 'b.yaml'), nodeArgs, ...(store && { env: store.env }) });
 /** The gateway's resident memory now, MB. */
 const rssMb = () => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${stack.gw.pid}/status`, 'utf8'))?.[1]) / 1024;
 const admin = { authorization: `Bearer ${TOKEN}` };
@@ -78,6 +83,7 @@ await signIn.body.dump();
 const session = { cookie: String(signIn.headers['set-cookie']).split(';')[0]! };
 
 async function probeDuring(label: string, path: string, headers: Record<string, string> = admin) {
+  if (!only.test(label)) return;
   let stop = false;
   let worst = 0;
   const rssBefore = rssMb();
@@ -118,4 +124,5 @@ for (let i = 0; i < 2; i++) {
 await stack.gw.stop();
 await stack.sim.stop();
 await store?.drop();
-rmSync(dir, { recursive: true, force: true });
+if (nodeArgs.length > 0) console.log(`gateway log and profiles kept in ${dir}`);
+else rmSync(dir, { recursive: true, force: true });
