@@ -3,6 +3,12 @@ import type { UsageDimension } from '../domain/ledger.js';
 /** Rows of a roll-up per page (Ledger.rollUpPages): on SQLite, ~2.5 ms of copying from the read worker each. */
 export const ROLLUP_PAGE_ROWS = 2_000;
 
+/** `pageRows` as Ledger.rollUpPages takes it; anything else would page forever (0) or never. */
+export function checkPageRows(pageRows: number): number {
+  if (!Number.isSafeInteger(pageRows) || pageRows < 1) throw new RangeError(`pageRows: expected a positive integer, got ${pageRows}`);
+  return pageRows;
+}
+
 /**
  * The SELECT that sums usage rows u(day, key_id, endpoint, …), joined to api_keys k, per
  * distinct value of the dimensions asked for (Ledger.rollUp), for either store: the dimensions

@@ -24,7 +24,6 @@ export async function* heldCursorPages<R extends pg.QueryResultRow>(
   pageRows: number,
   afterOpen: () => Promise<void> = async () => {},
 ): AsyncGenerator<R[]> {
-  if (!Number.isSafeInteger(pageRows) || pageRows < 1) throw new RangeError(`pageRows: expected a positive integer, got ${pageRows}`);
   const client = await pool.connect();
   let broken: Error | undefined;
   try {

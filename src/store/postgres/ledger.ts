@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, QueryResultRow } from 'pg';
 import { checkRange, type LedgerRow, type RolledUsage, type UsageDetail, type UsageDimension, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
-import { ROLLUP_PAGE_ROWS } from '../usage-rollup-sql.js';
+import { checkPageRows, ROLLUP_PAGE_ROWS } from '../usage-rollup-sql.js';
 import type { Ledger, LedgerBacklog } from '../ports.js';
 import { chargeIn } from './charges.js';
 import type { PgCredits } from './credits.js';
@@ -135,6 +135,7 @@ export class PgLedger implements Ledger {
 
   /** Ledger.rollUpPages: from a cursor the server keeps (held-cursor.ts), refused as rollUp is before the first page. */
   async *rollUpPages(from: number, to: number, by: readonly UsageDimension[], pageRows = ROLLUP_PAGE_ROWS): AsyncGenerator<RolledUsage[]> {
+    checkPageRows(pageRows);
     await this.flush();
     yield* heldCursorPages<RolledUsage>(this.opts.reportPool ?? this.pool, rollUpSql(by), usageParams(from, to), pageRows, () => this.checkMark(from, to));
   }

@@ -10,7 +10,7 @@ import { detailStatement, queryDetail, queryUsage, RAW_FROM_DAY, readAll, rollUp
 import type { ReadWorker } from './read-worker.js';
 import { gated, type WriteGate } from '../write-gate.js';
 import { isStorageError } from '../storage-errors.js';
-import { ROLLUP_PAGE_ROWS } from '../usage-rollup-sql.js';
+import { checkPageRows, ROLLUP_PAGE_ROWS } from '../usage-rollup-sql.js';
 import { abandonedCharge, type LedgerRow, type RolledUsage, type UsageDetail, type UsageDimension, type UsageGroup, type UsageRow } from '../../domain/ledger.js';
 
 export { type LedgerRow } from './ledger-rows.js';
@@ -234,6 +234,7 @@ export class LedgerStore implements Ledger {
 
   /** Ledger.rollUpPages. SQLite's sums are numbers already: the rows are RolledUsage as read. */
   async *rollUpPages(from: number, to: number, by: readonly UsageDimension[], pageRows = ROLLUP_PAGE_ROWS): AsyncGenerator<RolledUsage[]> {
+    checkPageRows(pageRows);
     this.flush();
     const statements = [RAW_FROM_DAY, rollUpStatement(from, to, by)];
     if (!this.reader) {
