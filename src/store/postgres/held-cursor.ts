@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { isNetworkStoreFailure } from '../storage-errors.js';
+import { checkPageRows } from '../usage-rollup-sql.js';
 
 /**
  * The rows of one query a page at a time, from a cursor declared WITH HOLD on a connection of
@@ -24,6 +25,8 @@ export async function* heldCursorPages<R extends pg.QueryResultRow>(
   pageRows: number,
   afterOpen: () => Promise<void> = async () => {},
 ): AsyncGenerator<R[]> {
+  // Written into the FETCH: a number, checked as one.
+  checkPageRows(pageRows);
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
