@@ -3,7 +3,7 @@ import { failure } from '../domain/errors.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import type { AdminDeps } from './deps.js';
 import { overviewView } from './overview.js';
-import { pagedStream, slicesOf } from './in-slices.js';
+import { forMethod, pagedStream, slicesOf } from './in-slices.js';
 import { jsonParts, onlyParams, READS_QUERY, Refusal, send, sendJsonStream } from './reply.js';
 import { compactTime, usageGroups, usageWindow } from './usage.js';
 import { CSV_DIMENSIONS, groupedJsonText, usageCsvParts } from './usage-breakdown.js';
@@ -44,7 +44,7 @@ export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): vo
     // Read, serialized and written a page at a time (in-slices.ts): by key and day, a year of 200 keys is 73,000 rows.
     const head = `{"from":${JSON.stringify(iso(w.from))},"to":${JSON.stringify(iso(w.to))},"by":${JSON.stringify(by)},"rows":[`;
     const body = await pagedStream(ledger.rollUpPages(w.from, w.to, by), (pages) => jsonParts(head, slicesOf(pages, groupedJsonText(by), ','), ']}')).catch(refused);
-    return sendJsonStream(reply, 200, body);
+    return sendJsonStream(reply, 200, forMethod(request.method, body));
   });
 
   admin.get<Query>('/usage/export.csv', READS_QUERY, async (request, reply) => {
@@ -56,7 +56,7 @@ export function registerUsageRoutes(admin: FastifyInstance, deps: AdminDeps): vo
       .header('cache-control', 'no-store')
       .header('content-disposition', `attachment; filename="tollgate-usage-${compactTime(w.from)}-${compactTime(w.to)}.csv"`)
       .type('text/csv; charset=utf-8')
-      .send(body);
+      .send(forMethod(request.method, body));
   });
 
   // Its query parameters, none, are refused by the admin scope's hook (routes.ts).

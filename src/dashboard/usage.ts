@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { compactTime, usageWindow } from '../admin/usage.js';
 import { CSV_DIMENSIONS, usageCsvParts, type RolledRow, type UsageDimension } from '../admin/usage-breakdown.js';
-import { pagedStream } from '../admin/in-slices.js';
+import { forMethod, pagedStream } from '../admin/in-slices.js';
 import { UsageRangePruned } from '../domain/ledger.js';
 import { frameOf, show, type DashboardDeps } from './context.js';
 import { pageQuery } from './http.js';
@@ -132,6 +132,6 @@ export function registerUsage(app: FastifyInstance, deps: DashboardDeps): void {
     return reply
       .header('content-disposition', `attachment; filename="tollgate-usage-${compactTime(w.from)}-${compactTime(w.to)}.csv"`)
       .type('text/csv; charset=utf-8')
-      .send(body);
+      .send(forMethod(request.method, body));
   });
 }

@@ -3,9 +3,9 @@ import type { UsageDimension } from '../domain/ledger.js';
 /** Rows of a roll-up per page (Ledger.rollUpPages): on SQLite, ~2.5 ms of copying from the read worker each. */
 export const ROLLUP_PAGE_ROWS = 2_000;
 
-/** `pageRows` as Ledger.rollUpPages takes it; anything else would page forever (0) or never. */
+/** `pageRows` as Ledger.rollUpPages takes it: 0 would page forever, and PostgreSQL's FETCH takes a 32-bit count. */
 export function checkPageRows(pageRows: number): number {
-  if (!Number.isSafeInteger(pageRows) || pageRows < 1) throw new RangeError(`pageRows: expected a positive integer, got ${pageRows}`);
+  if (!Number.isInteger(pageRows) || pageRows < 1 || pageRows > 2 ** 31 - 1) throw new RangeError(`pageRows: expected an integer from 1 to 2^31 − 1, got ${pageRows}`);
   return pageRows;
 }
 

@@ -186,7 +186,7 @@ export function breakdownContract(factory: BackendFactory): void {
       expect((await read(3)).map((p) => p.length)).toEqual([3, 3, 3, 2]);
       expect((await read(3)).flat()).toEqual(whole);
       expect(await read(11)).toEqual([whole]);
-      for (const bad of [0, -1, 1.5, Number.NaN]) await expect(read(bad), String(bad)).rejects.toThrow(RangeError);
+      for (const bad of [0, -1, 1.5, Number.NaN, 2 ** 31]) await expect(read(bad), String(bad)).rejects.toThrow(RangeError);
       for await (const _ of ledger.rollUpPages(T0 + 20 * DAY, T0 + 21 * DAY, by, 3)) expect.fail('a range where nothing was used has no page');
       // More early stops than a pool holds connections: a read that kept its connection (or its
       // cursor) would leave the next ones waiting, and this rollUp with them.
