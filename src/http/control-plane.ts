@@ -15,6 +15,9 @@ import { BAD_PATH, BODY_LIMIT_BYTES, DRAINING, earlyRefusal, routeNotFound } fro
 import { sendAnswer } from './fastify-reply.js';
 import { parserErrorHandler } from './parser-errors.js';
 
+/** The status a request's line and metrics carry when its client went before the answer was written (nginx's 499). */
+const CLIENT_CLOSED = 499;
+
 /**
  * Everything but /v1, on Fastify: the admin API (JSON bodies, its own token check and error
  * handling), /healthz, /readyz, /metrics, the API description (/openapi.json, /docs:
@@ -79,12 +82,21 @@ export function controlPlane(deps: ServerDeps, trusted: TrustedProxies, serverFa
     return payload;
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  // Requests whose line is written: one line each, whichever of the two below comes first.
+  const logged = new WeakSet<FastifyRequest>();
+  const answered = (request: FastifyRequest, status: number, ms: number) => {
+    if (logged.has(request)) return;
+    logged.add(request);
     const endpoint = endpointLabel(null, request.routeOptions.url, request.is404);
-    ops.metrics.observeRequest({ endpoint, status: reply.statusCode, seconds: reply.elapsedTime / 1000, errorCode: request.errorCode });
-    logRequest(deps.logger, {
-      requestId: request.id, traceContext: traceOf(request), clientIp: request.clientIp, method: request.method, url: request.url,
-      status: reply.statusCode, code: request.errorCode, ms: reply.elapsedTime,
+    ops.metrics.observeRequest({ endpoint, status, seconds: ms / 1000, errorCode: request.errorCode });
+    logRequest(deps.logger, { requestId: request.id, traceContext: traceOf(request), clientIp: request.clientIp, method: request.method, url: request.url, status, code: request.errorCode, ms });
+  };
+  app.addHook('onResponse', async (request, reply) => answered(request, reply.statusCode, reply.elapsedTime));
+  // A client gone before its answer was written whole (an export left midway): Fastify runs no
+  // onResponse for it, and it was in neither the log nor the metrics. Logged as nginx does, 499.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) answered(request, CLIENT_CLOSED, reply.elapsedTime);
     });
   });
 

@@ -81,10 +81,15 @@ describe('a long report whose client hangs up while its first page is read', () 
     const whole = await s.get(path, { key: null, headers: { authorization: `Bearer ${TOKEN}` } });
     expect(whole.status).toBe(200);
     expect(await walTruncatesSoon()).toBe(true);
+    const hungUp = () => s.logs.filter((l) => l.includes(`"path":"${path.split('?')[0]}"`) && l.includes('"status":499')).length;
+    const before = hungUp();
     for (let i = 0; i < 5; i++) await askAndHangUp(path);
     // Read by the same worker after the five (it takes reads in order): they have had their first pages when this is answered.
     const again = await s.get(path, { key: null, headers: { authorization: `Bearer ${TOKEN}` } });
     expect(again.text).toBe(whole.text);
+    // The five reached the gateway and were answered to nobody: each has its request line, 499 (client gone).
+    for (let i = 0; i < 100 && hungUp() < before + 5; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(hungUp()).toBe(before + 5);
     // Each of the five had nobody to write to: its read ends all the same, and the WAL can be emptied again.
     expect(await walTruncatesSoon()).toBe(true);
   });
