@@ -129,4 +129,21 @@ describe('miss anchor: the store round trips of a shared miss, plainly', () => {
     expect(await rows('SELECT * FROM §.credit_usage')).toEqual([]);
     expect(await rows('SELECT * FROM §.cache_entries')).toEqual([]);
   });
+  it('outlives its connections being ended by the server while idle (no uncaught error), and answers again', async () => {
+    const provider = await heldProvider();
+    const { url, rows } = await anchorOn(provider.url);
+    const ask = async (id: number) => {
+      const arrived = provider.arrival();
+      const answered = fetch(`${url}/v1/profile?person.id=${id}`);
+      await arrived;
+      provider.answer();
+      return (await answered).status;
+    };
+    expect(await ask(1)).toBe(200);
+    // Every connection of this database but the test's own ended by the server (a restart, a
+    // database dropped after close()): the pools' idle ones report it as a pool 'error'.
+    await rows('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await ask(2)).toBe(200);
+  });
 });
