@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/domain/clock.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 /**
@@ -14,8 +15,12 @@ const CALLER_SPAN = '00f067aa0ba902b7';
 const TRACEPARENT = `00-${CALLER_TRACE}-${CALLER_SPAN}-01`;
 
 let s: Stack;
+// Mid-minute and still: `failedAuth` windows are fixed, aligned to the minute, and on the real
+// clock the fourth bad token could fall into the next window and be admitted (as in data-plane.test.ts).
+const clock = new FakeClock(Date.UTC(2026, 0, 1, 10, 0, 30));
 beforeAll(async () => {
   s = await startStack({
+    clock,
     config: {
       adminToken: ADMIN,
       limits: { failedAuth: '3/minute' },
@@ -128,7 +133,7 @@ describe('request lines', () => {
   it('name the key on a 401 for a revoked or an expired key (never in the answer, never the secret)', async () => {
     const revoked = s.newKey({ name: 'gone' });
     s.app.keys.revoke(revoked.id);
-    const expired = s.newKey({ name: 'old', expiresAt: Date.now() - 1_000 });
+    const expired = s.newKey({ name: 'old', expiresAt: clock.now() - 1_000 });
     const before = s.logs.length;
     const a = await s.get('/v1/profile?person.id=1', { key: revoked.secret, headers: { 'x-forwarded-for': '198.51.100.1' } });
     const b = await s.get('/v1/profile?person.id=1', { key: expired.secret, headers: { 'x-forwarded-for': '198.51.100.2' } });
