@@ -5,6 +5,8 @@
  * spans between them, an admin purge of every profile entry);
  * every stall the probe saw (≥ STALL_PROBE_MS, 15 ms by default) is then printed
  * with the garbage collections inside it and the functions the profile sampled during it.
+ * STALLS_LEDGER=1 starts the gateway over benchmark 9's bulk ledger (1.22M rows, bench/ledger.ts), as
+ * its admin scenario does.
  * Diagnosis only: it writes nothing to BENCHMARKS.md. TOLLGATE_BENCH_TARGET picks another build.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +14,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { fillThroughGateway, randomPaths } from './hit.js';
+import { fillLedger } from './ledger.js';
 import { analyze, monotonicUs } from './lib/cpuprofile.js';
 import { ROOT } from './lib/dist.js';
 import { runLoad } from './lib/load.js';
@@ -53,9 +56,10 @@ async function main(): Promise<void> {
   const probeFile = join(profDir, 'probe.jsonl');
   mkdirSync(profDir, { recursive: true });
   process.env.STALL_PROBE_FILE = probeFile;
+  const populated = ENTITIES > 1_000;
   let dir: string | undefined;
-  if (ENTITIES > 1_000) {
-    dir = mkdtempSync(join(tmpdir(), 'tollgate-stalls-data-'));
+  if (populated || process.env.STALLS_LEDGER === '1') dir = mkdtempSync(join(tmpdir(), 'tollgate-stalls-data-'));
+  if (populated && dir) {
     const sim = await startSimulator(SIM_KEY, 0);
     const templates = await profileTemplates(sim.url, SIM_KEY);
     await sim.stop();
@@ -65,7 +69,8 @@ async function main(): Promise<void> {
   // The admin token for the purge phase; with a populated cache, as benchmark 4, eviction stays
   // idle (STALLS_MAX_BYTES to see it run).
   const configFile = join(profDir, 'bench.yaml');
-  const maxBytes = process.env.STALLS_MAX_BYTES ?? (dir ? 8 * 2 ** 30 : undefined);
+  if (process.env.STALLS_LEDGER === '1' && dir) console.log(`ledger of ${await fillLedger(dir, Date.now())} rows`);
+  const maxBytes = process.env.STALLS_MAX_BYTES ?? (populated ? 8 * 2 ** 30 : undefined);
   writeFileSync(configFile, `adminToken: ${ADMIN_TOKEN}\n${maxBytes ? `cache:\n  maxBytes: ${maxBytes}\n` : ''}`);
   const stack = await startStack({
     dir,
@@ -75,7 +80,7 @@ async function main(): Promise<void> {
   const marks: Array<{ name: string; fromUs: number; toUs: number; note: string }> = [];
   let nextMiss = 5_000_000;
   try {
-    if (!dir) await fillThroughGateway(stack.gw.url, stack.auth, ENTITIES);
+    if (!populated) await fillThroughGateway(stack.gw.url, stack.auth, ENTITIES);
     for (const phase of phases) {
       const fromUs = monotonicUs();
       let note = '';
