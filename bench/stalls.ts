@@ -66,10 +66,10 @@ async function main(): Promise<void> {
     const pop = await populate(dir, ENTITIES, templates, Date.now());
     console.log(`populated ${ENTITIES} entries in ${(pop.ms / 1000).toFixed(1)} s`);
   }
+  if (process.env.STALLS_LEDGER === '1' && dir) console.log(`ledger of ${await fillLedger(dir, Date.now())} rows`);
   // The admin token for the purge phase; with a populated cache, as benchmark 4, eviction stays
   // idle (STALLS_MAX_BYTES to see it run).
   const configFile = join(profDir, 'bench.yaml');
-  if (process.env.STALLS_LEDGER === '1' && dir) console.log(`ledger of ${await fillLedger(dir, Date.now())} rows`);
   const maxBytes = process.env.STALLS_MAX_BYTES ?? (populated ? 8 * 2 ** 30 : undefined);
   writeFileSync(configFile, `adminToken: ${ADMIN_TOKEN}\n${maxBytes ? `cache:\n  maxBytes: ${maxBytes}\n` : ''}`);
   const stack = await startStack({
