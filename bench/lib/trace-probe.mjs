@@ -70,6 +70,11 @@ export function startTraceProbe(withRequests = true) {
     lastDelay = delay;
   }, TICK_MS).unref();
 
+  // A name with the start of the source: two classes' `flush` (TurnWrites', NoWaitWrites') look alike by name alone.
+  const callbackName = (fn) => {
+    const source = fn.toString().slice(0, 60).replace(/\s+/g, ' ');
+    return fn.name ? `${fn.name} {${source}}` : source;
+  };
   const timed = (kind, fn) =>
     function (...args) {
       const t = performance.now();
@@ -77,7 +82,7 @@ export function startTraceProbe(withRequests = true) {
         return fn.apply(this, args);
       } finally {
         const ms = performance.now() - t;
-        if (ms >= SLOW_MS) events.push({ k: 'cb', what: `${kind} ${fn.name || fn.toString().slice(0, 60).replace(/\s+/g, ' ')}`, fromUs: mono(t), ms });
+        if (ms >= SLOW_MS) events.push({ k: 'cb', what: `${kind} ${callbackName(fn)}`, fromUs: mono(t), ms });
       }
     };
   for (const [name, kind] of [['setTimeout', 'timeout'], ['setInterval', 'interval'], ['setImmediate', 'immediate']]) {
