@@ -57,8 +57,8 @@ async function main(): Promise<void> {
   mkdirSync(profDir, { recursive: true });
   process.env.STALL_PROBE_FILE = probeFile;
   const populated = ENTITIES > 1_000;
-  let dir: string | undefined;
-  if (populated || process.env.STALLS_LEDGER === '1') dir = mkdtempSync(join(tmpdir(), 'tollgate-stalls-data-'));
+  const ledger = process.env.STALLS_LEDGER === '1';
+  const dir = populated || ledger ? mkdtempSync(join(tmpdir(), 'tollgate-stalls-data-')) : undefined;
   if (populated && dir) {
     const sim = await startSimulator(SIM_KEY, 0);
     const templates = await profileTemplates(sim.url, SIM_KEY);
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     const pop = await populate(dir, ENTITIES, templates, Date.now());
     console.log(`populated ${ENTITIES} entries in ${(pop.ms / 1000).toFixed(1)} s`);
   }
-  if (process.env.STALLS_LEDGER === '1' && dir) console.log(`ledger of ${await fillLedger(dir, Date.now())} rows`);
+  if (ledger && dir) console.log(`ledger of ${await fillLedger(dir, Date.now())} rows`);
   // The admin token for the purge phase; with a populated cache, as benchmark 4, eviction stays
   // idle (STALLS_MAX_BYTES to see it run).
   const configFile = join(profDir, 'bench.yaml');
