@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NewEntry } from '../../src/domain/cache-entry.js';
+import { DEFAULT_RECENCY_GRAIN_MS, type NewEntry } from '../../src/domain/cache-entry.js';
 import type { BackendFactory } from './backends.js';
 import { DAY, eventually, T0, withHandle } from './support.js';
 
@@ -151,7 +151,8 @@ export function responseCacheContract(factory: BackendFactory): void {
 
     it('maintain evicts the least recently used (stored or hit) beyond maxBytes, down to 90% of it', async () => {
       for (const [i, k] of ['A', 'B', 'C', 'D'].entries()) await cache().put(entry(`key-${k}`, { storedAt: T0 + i }));
-      cache().recordHit((await cache().get('key-A'))!, T0 + 10);
+      // Past the recency grain (the configuration's default) since A was stored: the hit moves A.
+      cache().recordHit((await cache().get('key-A'))!, T0 + DEFAULT_RECENCY_GRAIN_MS + 10);
       await cache().flush();
       const size = cache().totalBytes() / 4;
       const maxBytes = (2.5 * size) / 0.9;
@@ -161,6 +162,19 @@ export function responseCacheContract(factory: BackendFactory): void {
       for (const k of ['A', 'B', 'C', 'D']) if (await cache().get(`key-${k}`)) kept.push(k);
       expect(kept).toEqual(['A', 'D']);
       expect(await cache().maintain(maxBytes, () => 0)).toBe(0);
+    });
+
+    it('a hit within the recency grain of the use on record is counted but leaves the eviction order', async () => {
+      for (const [i, k] of ['A', 'B', 'C'].entries()) await cache().put(entry(`key-${k}`, { storedAt: T0 + i }));
+      cache().recordHit((await cache().get('key-A'))!, T0 + DEFAULT_RECENCY_GRAIN_MS);
+      await cache().flush();
+      const size = cache().totalBytes() / 3;
+      // Evicted down to 1.5 entries: the two least recently used go, A (hit exactly one grain after it was stored) and B.
+      expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(2);
+      const kept = [];
+      for (const k of ['A', 'B', 'C']) if (await cache().get(`key-${k}`)) kept.push(k);
+      expect(kept).toEqual(['C']);
+      expect((await cache().readStats()).hits).toBe(1);
     });
 
     it("another process's put, replacement and purge are seen by this one's get within 2 s", async () => {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { validateConfig, type Config } from '../../src/config.js';
-import type { NewEntry } from '../../src/domain/cache-entry.js';
+import { profileEntry } from '../helpers/cache-entries.js';
 import { StorageMissing } from '../../src/domain/startup-error.js';
 import { openBackend } from '../../src/store/open.js';
 import { isPromise } from '../../src/store/ports.js';
@@ -44,19 +44,7 @@ function cli(opts: Omit<Parameters<typeof openBackend>[1], 'role'> = {}): Sqlite
 
 const file = (name: string) => join(dir, name);
 
-const entry = (id: number): NewEntry => ({
-  key: `profile|profile:person.id:${id}|experience_filter=default`,
-  endpoint: 'profile',
-  identity: `profile:person.id:${id}`,
-  status: 200,
-  data: JSON.stringify({ person_id: String(id) }),
-  meta: '{"source":"network"}',
-  errorCode: null,
-  errorMessage: null,
-  storedAt: 1_000 + id,
-  freshAsOf: 1_000 + id,
-  credits: 3,
-});
+const entry = (id: number) => profileEntry(id);
 
 /** Resolves with how long `heard()` took to hold, or rejects after `withinMs`. */
 async function within(heard: () => boolean, withinMs: number): Promise<number> {

@@ -10,7 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CACHE_MIGRATIONS, CacheStore } from '../../src/store/sqlite/cache.js';
 import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
 import { outlastLooks } from '../../src/store/sqlite/data-version.js';
-import type { CacheEntry, NewEntry } from '../../src/domain/cache-entry.js';
+import { DEFAULT_RECENCY_GRAIN_MS, type CacheEntry, type NewEntry } from '../../src/domain/cache-entry.js';
+import { profileEntry } from '../helpers/cache-entries.js';
 
 let dir: string;
 let file: string;
@@ -36,20 +37,7 @@ function store(memoryMaxBytes?: number): { db: DB; cache: CacheStore } {
   return { db, cache: new CacheStore(db, memoryMaxBytes === undefined ? {} : { memoryMaxBytes }) };
 }
 
-const entry = (id: number, o: Partial<NewEntry> = {}): NewEntry => ({
-  key: `profile|profile:person.id:${id}|experience_filter=default`,
-  endpoint: 'profile',
-  identity: `profile:person.id:${id}`,
-  status: 200,
-  data: JSON.stringify({ person_id: String(id), filler: 'x'.repeat(500) }),
-  meta: '{"source":"network"}',
-  errorCode: null,
-  errorMessage: null,
-  storedAt: 1_000 + id,
-  freshAsOf: 1_000 + id,
-  credits: 3,
-  ...o,
-});
+const entry = (id: number, o: Partial<NewEntry> = {}): NewEntry => profileEntry(id, { data: JSON.stringify({ person_id: String(id), filler: 'x'.repeat(500) }), ...o });
 
 /** What an entry held in memory is charged: two bytes per character of its text, plus 256. */
 const charge = (e: CacheEntry) =>
@@ -262,12 +250,14 @@ describe('CacheStore: hit statistics, totals, schema', () => {
   it('hits move an entry up the LRU order through the narrow access table', () => {
     const { db, cache } = store();
     for (const i of [1, 2, 3]) cache.put(entry(i));
-    cache.recordHit(cache.get(entry(1).key)!, 5_000);
-    cache.recordHit(cache.get(entry(1).key)!, 5_001);
+    // Past the recency grain since it was stored: the hit moves it (cache-recency-grain.test.ts).
+    const later = 1_001 + DEFAULT_RECENCY_GRAIN_MS;
+    cache.recordHit(cache.get(entry(1).key)!, later + 5_000);
+    cache.recordHit(cache.get(entry(1).key)!, later + 5_001);
     cache.recordMiss();
     cache.flush();
     const row = db.prepare('SELECT hits, last_hit, last_access FROM access WHERE id = ?').get(rowidOf(db, entry(1).key));
-    expect(row).toEqual({ hits: 2, last_hit: 5_001, last_access: 5_001 });
+    expect(row).toEqual({ hits: 2, last_hit: later + 5_001, last_access: later + 5_001 });
     expect(cache.stats()).toMatchObject({ entries: 3, hits: 2, misses: 1 });
     const size = cache.totalBytes() / 3;
     // Bound of 2.5 entries: down to 2.25, so one goes: 2, the least recently accessed.

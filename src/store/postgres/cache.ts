@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEntry } from '../../domain/cache-entry.js';
+import { DEFAULT_RECENCY_GRAIN_MS, statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEntry } from '../../domain/cache-entry.js';
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
@@ -30,10 +30,12 @@ export class PgResponseCache implements ResponseCache {
     /** The upstream this replica's answers come from (cacheOriginIdentity): it reads only entries stored from it. */
     private readonly origin: string,
     private readonly stamps: ChangeStamps,
+    /** cache.recencyGrainMs: how finely eviction's order records last use. */
+    private readonly recencyGrainMs: number,
   ) {}
 
-  static async open(pool: Pool, origin: string, stamps: ChangeStamps = new ChangeStamps()): Promise<PgResponseCache> {
-    const c = new PgResponseCache(pool, origin, stamps);
+  static async open(pool: Pool, origin: string, stamps: ChangeStamps = new ChangeStamps(), recencyGrainMs = DEFAULT_RECENCY_GRAIN_MS): Promise<PgResponseCache> {
+    const c = new PgResponseCache(pool, origin, stamps, recencyGrainMs);
     await c.refreshTotals();
     return c;
   }
@@ -103,9 +105,14 @@ export class PgResponseCache implements ResponseCache {
     const total = hits.reduce((a, [, h]) => a + h.n, 0);
     try {
       await inTransaction(this.pool, async (c) => {
+        // last_access only past the grain (DEFAULT_RECENCY_GRAIN_MS), as SQLite's hit-counts.ts: an
+        // update that changes no indexed column may skip every index (a HOT update, when the
+        // row's page has room for the new version).
         await c.query(
-          'UPDATE cache_entries e SET hits = e.hits + t.n, last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at) WHERE e.key = t.key',
-          [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at)],
+          `UPDATE cache_entries e SET hits = e.hits + t.n,
+             last_access = CASE WHEN e.last_access < t.at - $4::bigint THEN t.at ELSE e.last_access END
+           FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at) WHERE e.key = t.key`,
+          [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at), this.recencyGrainMs],
         );
         await c.query("UPDATE cache_counters SET value = value + CASE name WHEN 'hits' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('hits', 'misses')", [total, misses]);
       });

@@ -9,6 +9,8 @@ export interface CacheStoreOptions {
    * entry charged two bytes per character of its text plus 256). 0 disables it.
    */
   memoryMaxBytes?: number;
+  /** cache.recencyGrainMs: how finely eviction's order records last use. Default DEFAULT_RECENCY_GRAIN_MS. */
+  recencyGrainMs?: number;
   /** The server's: after a failed write, puts are skipped (not stored) until it recovers. */
   gate?: WriteGate;
   /** Runs readStats()'s reads off the event loop (the server's). */

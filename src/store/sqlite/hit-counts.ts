@@ -147,7 +147,14 @@ export class HitCounts {
 
 /** Writes HitCounts' drains into `access` and the `counters` totals, a bounded transaction at a time. */
 export class HitCountWriter {
-  private readonly hitStmt;
+  /** The count and last hit time: columns no index holds, so the row alone is rewritten. */
+  private readonly countStmt;
+  /**
+   * The last use eviction orders by, only when the one on record is older than the grain
+   * (DEFAULT_RECENCY_GRAIN_MS). A statement of its own: SQLite rewrites an index entry whenever
+   * its column is SET, even to the value it had, and the row's page is cached by the first.
+   */
+  private readonly recencyStmt;
   /** The rows the next step may write (nextRowsPerStep): adapts to what the last step's commit cost. */
   private rowsPerStep = Infinity;
 
@@ -155,8 +162,11 @@ export class HitCountWriter {
     private readonly db: DB,
     private readonly counters: CacheCounters,
     private readonly counts: HitCounts,
+    /** cache.recencyGrainMs. */
+    private readonly recencyGrainMs: number,
   ) {
-    this.hitStmt = db.prepare<[number, number, number, number]>('UPDATE access SET hits = hits + ?, last_hit = ?, last_access = MAX(last_access, ?) WHERE id = ?');
+    this.countStmt = db.prepare<[number, number, number]>('UPDATE access SET hits = hits + ?, last_hit = ? WHERE id = ?');
+    this.recencyStmt = db.prepare<[number, number, number]>('UPDATE access SET last_access = ? WHERE id = ? AND last_access < ?');
   }
 
   /**
@@ -181,8 +191,10 @@ export class HitCountWriter {
           for (; i < d.ids.length && i - d.from < rows; i++) {
             // The clock is read every 32 rows: a row costs microseconds.
             if ((i - d.from) % 32 === 31 && performance.now() - t0 > budgetMs) break;
-            const n = d.ns[i]!;
-            if (n > 0) this.hitStmt.run(n, d.ats[i]!, d.ats[i]!, d.ids[i]!);
+            const [n, at, id] = [d.ns[i]!, d.ats[i]!, d.ids[i]!];
+            if (n === 0) continue;
+            this.countStmt.run(n, at, id);
+            this.recencyStmt.run(at, id, at - this.recencyGrainMs);
           }
           this.counters.addHits(d.hits, d.misses);
         })
