@@ -1,0 +1,101 @@
+/**
+ * The hit-count flush alone at a million entries: `npx tsx bench/access-flush.ts`, after
+ * `npm run build`. Tollgate's own HitCounts and HitCountWriter (dist/) write ROWS counted
+ * entries (random rowids, sorted as a drain sorts them) into a cache.db whose `access` table
+ * has N rows with their last use in random order, as a cache in service has them, in steps of
+ * MAINTENANCE_STEP's rows and time budget, as the server's maintenance pass does. Per case, the
+ * main thread's time per counted row (median of ROUNDS flushes; a passive checkpoint after each,
+ * untimed, as the server's checkpoint worker would run) and the longest step:
+ * - grain 0: every hit moves its entry in the LRU index (the behaviour before cache.recencyGrainMs);
+ * - grain 60 s, last use older: every counted entry moves (uniform ids over 1M: each re-hit ~90 s later);
+ * - grain 60 s, last use within it: none moves (an entry hit again within a minute).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { rng } from './lib/random.js';
+
+const N = 1_000_000;
+const ROWS = 23_000;
+const ROUNDS = 5;
+const GRAIN_MS = 60_000;
+
+const dist = resolve('dist');
+const { openDatabase } = (await import(join(dist, 'store/sqlite/db.js'))) as typeof import('../src/store/sqlite/db.js');
+const { CACHE_MIGRATIONS } = (await import(join(dist, 'store/sqlite/cache.js'))) as typeof import('../src/store/sqlite/cache.js');
+const { HitCounts, HitCountWriter } = (await import(join(dist, 'store/sqlite/hit-counts.js'))) as typeof import('../src/store/sqlite/hit-counts.js');
+const { CacheCounters } = (await import(join(dist, 'store/sqlite/cache-counters.js'))) as typeof import('../src/store/sqlite/cache-counters.js');
+const { PAGE_CACHE_KIB } = (await import(join(dist, 'store/sqlite/cache-statements.js'))) as typeof import('../src/store/sqlite/cache-statements.js');
+const { MAINTENANCE_STEP } = (await import(join(dist, 'store/sqlite/cache-options.js'))) as typeof import('../src/store/sqlite/cache-options.js');
+type StoredEntry = import('../src/store/sqlite/cache-entry.js').StoredEntry;
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-flush-'));
+try {
+  const db = openDatabase(join(dir, 'cache.db'), CACHE_MIGRATIONS);
+  db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
+  // As the server's connection: checkpoints are the checkpoint worker's, never a commit's (checkpointer.ts).
+  db.pragma('wal_autocheckpoint = 0');
+  const random = rng(16);
+  const T0 = Date.UTC(2026, 0, 1);
+  const fill = db.prepare<[number, number]>('INSERT INTO access (id, hits, last_hit, last_access) VALUES (?, 0, NULL, ?)');
+  db.transaction(() => {
+    // Last uses spread over the day before T0, in random order against rowid.
+    for (let id = 1; id <= N; id++) fill.run(id, T0 - Math.floor(random() * 86_400_000));
+  })();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  const counters = new CacheCounters(db);
+
+  /** The longest step of any flush of the case being measured: what the event loop would wait for. */
+  let longestStepMs = 0;
+  /** As the server: one count and one writer per grain for the process's life (the writer sizes a step from the last). */
+  const writers = new Map<number, { counts: InstanceType<typeof HitCounts>; writer: InstanceType<typeof HitCountWriter> }>();
+  /** One flush of ROWS random entries hit at `at`, through the server's steps (its budget too); µs of main thread per row. */
+  const flush = (grainMs: number, ids: readonly number[], at: number): number => {
+    if (!writers.has(grainMs)) {
+      const counts = new HitCounts();
+      writers.set(grainMs, { counts, writer: new HitCountWriter(db, counters, counts, grainMs) });
+    }
+    const { counts, writer } = writers.get(grainMs)!;
+    for (const id of ids) counts.hit({ id } as StoredEntry, at);
+    let ms = 0;
+    for (let more = true; more; ) {
+      const t0 = performance.now();
+      more = writer.step(MAINTENANCE_STEP.rows, MAINTENANCE_STEP.budgetMs);
+      const step = performance.now() - t0;
+      ms += step;
+      longestStepMs = Math.max(longestStepMs, step);
+      if (process.env.STEPS) process.stdout.write(`${step.toFixed(1)} `);
+    }
+    if (process.env.STEPS) console.log();
+    db.pragma('wal_checkpoint(PASSIVE)');
+    return (ms * 1000) / ids.length;
+  };
+  const pick = () => Array.from({ length: ROWS }, () => 1 + Math.floor(random() * N));
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1]!;
+
+  let now = T0;
+  const cases: [string, () => number][] = [
+    ['grain 0 (every hit moves its entry)', () => flush(0, pick(), (now += 1_000))],
+    [`grain ${GRAIN_MS / 1000} s, last use older than it (every entry moves)`, () => flush(GRAIN_MS, pick(), (now += 1_000))],
+    [
+      `grain ${GRAIN_MS / 1000} s, last use within it (no entry moves)`,
+      () => {
+        const ids = pick();
+        flush(GRAIN_MS, ids, (now += 2 * GRAIN_MS)); // these entries now used at `now`
+        return flush(GRAIN_MS, ids, (now += 1_000));
+      },
+    ],
+  ];
+  const results = cases.map(([name, run]) => {
+    flush(0, pick(), (now += 1_000)); // warm the page cache the same way before each case
+    longestStepMs = 0;
+    const us = Array.from({ length: ROUNDS }, run);
+    return { name, median: median([...us]), us, longestStepMs };
+  });
+  db.close();
+  const base = results[0]!.median;
+  console.log(`access flush at ${N.toLocaleString('en')} rows, ${ROWS.toLocaleString('en')} counted per flush, steps of ${MAINTENANCE_STEP.rows} rows:`);
+  for (const r of results) console.log(`  ${r.name}: ${r.median.toFixed(1)} µs a row (rounds ${r.us.map((x) => x.toFixed(1)).join(', ')}), ÷ grain 0: ${(r.median / base).toFixed(3)}; longest step ${r.longestStepMs.toFixed(1)} ms`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
