@@ -3,6 +3,8 @@
  * the size accounting and the cache keys are the real ones), with profiles whose data is
  * real simulator output: ~1,000 bytes each, varied, the person id rewritten per entry.
  */
+import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { distApp, distCache, distConfig } from './dist.js';
 import { entityId } from './stack.js';
@@ -91,5 +93,15 @@ export async function populate(dataDir: string, n: number, templates: readonly s
   } finally {
     db.close();
   }
-  return { ms: performance.now() - t0, dataBytes };
+  const ms = performance.now() - t0;
+  // Written with synchronous = OFF, the fill is still dirty in the page cache: the kernel would
+  // write its 1.7 GB back during the first measured rounds at 1M. On disk first, as a cache in
+  // service would be.
+  const fd = openSync(join(dataDir, 'cache.db'), 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return { ms, dataBytes };
 }
