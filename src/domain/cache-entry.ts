@@ -54,8 +54,8 @@ export function replacesHeld(held: HeldFacts | null, incoming: NewEntry): boolea
  * How finely eviction's order knows when an entry was last used, in milliseconds. A hit moves
  * an entry up that order only when the use on record is more than this old: the hits between
  * are counted, but leave the LRU index alone. At a million entries rewriting an entry's place
- * in that index was most of what writing its hit count cost (16 against 4 µs a row,
- * bench/access-flush.ts), and a popular entry was moved once per maintenance pass (2 s). memcached
+ * in that index was most of what writing its hit count cost (without the move, 0.26–0.29 of
+ * the cost: bench/access-flush.ts), and a popular entry was moved once per maintenance pass (2 s). memcached
  * bumps an item at most once per 60 s (ITEM_UPDATE_INTERVAL) for the same reason. Entries live
  * days (cache.ttl), so which of two entries used within a minute of each other goes first does
  * not matter to what the cache saves. 0: every hit moves its entry. The rule, in both backends'
