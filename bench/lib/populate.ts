@@ -4,7 +4,6 @@
  * real simulator output: ~1,000 bytes each, varied, the person id rewritten per entry.
  */
 import { closeSync, fsyncSync, openSync } from 'node:fs';
-import { join } from 'node:path';
 import { request } from 'undici';
 import { distApp, distCache, distConfig } from './dist.js';
 import { entityId } from './stack.js';
@@ -40,6 +39,7 @@ export async function populate(dataDir: string, n: number, templates: readonly s
   const { validateConfig } = await distConfig();
   const t0 = performance.now();
   const db = openCacheDb(validateConfig({ dataDir }));
+  const file = db.name;
   // Keys in B-tree order make the inserts appends, as a long-lived cache's pages would be compact.
   const ids = Array.from({ length: n }, (_, i) => ({ id: entityId(i), key: profileKey(entityId(i)) }))
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
@@ -97,7 +97,7 @@ export async function populate(dataDir: string, n: number, templates: readonly s
   // Written with synchronous = OFF, the fill is still dirty in the page cache: the kernel would
   // write its 1.7 GB back during the first measured rounds at 1M. On disk first, as a cache in
   // service would be.
-  const fd = openSync(join(dataDir, 'cache.db'), 'r+');
+  const fd = openSync(file, 'r+');
   try {
     fsyncSync(fd);
   } finally {
