@@ -7,8 +7,18 @@
  * main thread's time per counted row (median of ROUNDS flushes; a passive checkpoint after each,
  * untimed, as the server's checkpoint worker would run) and the longest step:
  * - grain 0: every hit moves its entry in the LRU index (the behaviour before cache.recencyGrainMs);
- * - grain 60 s, last use older: every counted entry moves (uniform ids over 1M: each re-hit ~90 s later);
- * - grain 60 s, last use within it: none moves (an entry hit again within a minute).
+ * - grain 60 s, first use since the fill: nearly every counted entry moves (its last use on record
+ *   is hours old, past the grain and the horizon's share of it);
+ * - grain 60 s, a working set re-used every few minutes: entries whose last uses are spread over
+ *   2–10 min before, among 300,000 so used. Past the fixed grain, within the horizon's share
+ *   (RECENCY_HORIZON_DIVISOR: ~14.4 min for the fill's day), so none moves; with the grain alone
+ *   (the build before it) each moved, from a random place in the index;
+ * - grain 60 s, re-hit 90 s after a flush moved them: as the last, but the entries' places in the
+ *   index are together (the one flush put them there), so moving them again is cheap;
+ * - grain 60 s, last use within a second: none moves (an entry hit again at once).
+ * The fill: 700,000 entries last used over the day before, 300,000 (the working set) over 8 min.
+ * Every case takes entries no earlier flush touched, so that each moves as its name says; the
+ * script counts the moves.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +29,8 @@ const N = 1_000_000;
 const ROWS = 23_000;
 const ROUNDS = 5;
 const GRAIN_MS = 60_000;
+/** The working set: entries used within minutes, among the day's. */
+const RECENT = 300_000;
 
 const dist = resolve('dist');
 const { openDatabase } = (await import(join(dist, 'store/sqlite/db.js'))) as typeof import('../src/store/sqlite/db.js');
@@ -37,10 +49,20 @@ try {
   db.pragma('wal_autocheckpoint = 0');
   const random = rng(16);
   const T0 = Date.UTC(2026, 0, 1);
+  // Rowids in random order, each taken once: no flush finds an entry an earlier one moved. The
+  // first RECENT are the working set.
+  const order = Array.from({ length: N }, (_, i) => i + 1);
+  for (let i = N - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  /** The working set's last uses: over 8 minutes from here, 2–10 min before its case runs. */
+  const RECENT_FROM = T0 + 20 * 60_000;
+  const lastUse = new Float64Array(N + 1);
+  for (let i = 0; i < N; i++) lastUse[order[i]!] = i < RECENT ? RECENT_FROM + Math.floor(random() * 8 * 60_000) : T0 - Math.floor(random() * 86_400_000);
   const fill = db.prepare<[number, number]>('INSERT INTO access (id, hits, last_hit, last_access) VALUES (?, 0, NULL, ?)');
   db.transaction(() => {
-    // Last uses spread over the day before T0, in random order against rowid.
-    for (let id = 1; id <= N; id++) fill.run(id, T0 - Math.floor(random() * 86_400_000));
+    for (let id = 1; id <= N; id++) fill.run(id, lastUse[id]!);
   })();
   db.pragma('wal_checkpoint(TRUNCATE)');
   const counters = new CacheCounters(db);
@@ -76,22 +98,28 @@ try {
     last = { counted: new Set(ids).size, moved: movedAt.get(at)!, longestStepMs };
     return (ms * 1000) / ids.length;
   };
-  const pick = () => Array.from({ length: ROWS }, () => 1 + Math.floor(random() * N));
+  let taken = RECENT;
+  const pick = () => order.slice(taken, (taken += ROWS));
+  let takenRecent = 0;
+  const pickRecent = () => order.slice(takenRecent, (takenRecent += ROWS));
   const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1]!;
 
   let now = T0;
+  /** Entries first used (and so moved) at `now`, then counted again `afterMs` later: the timed flush. */
+  const rehit = (afterMs: number): number => {
+    const ids = pick();
+    flush(GRAIN_MS, ids, (now += 2 * GRAIN_MS));
+    return flush(GRAIN_MS, ids, (now += afterMs));
+  };
   const cases: [string, () => number][] = [
     ['grain 0 (every hit moves its entry)', () => flush(0, pick(), (now += 1_000))],
-    // Past the grain since every earlier flush: each counted entry's last use on record is older than it.
-    [`grain ${GRAIN_MS / 1000} s, last use older than it (every entry moves)`, () => flush(GRAIN_MS, pick(), (now += 2 * GRAIN_MS))],
+    [`grain ${GRAIN_MS / 1000} s, first use since the fill (nearly every entry moves)`, () => flush(GRAIN_MS, pick(), (now += 2 * GRAIN_MS))],
     [
-      `grain ${GRAIN_MS / 1000} s, last use within it (no entry moves)`,
-      () => {
-        const ids = pick();
-        flush(GRAIN_MS, ids, (now += 2 * GRAIN_MS)); // these entries now used at `now`
-        return flush(GRAIN_MS, ids, (now += 1_000));
-      },
+      `grain ${GRAIN_MS / 1000} s, working set re-used 2–10 min later (none moves: within the horizon's share)`,
+      () => flush(GRAIN_MS, pickRecent(), (now = Math.max(now, RECENT_FROM + 10 * 60_000) + 1_000)),
     ],
+    [`grain ${GRAIN_MS / 1000} s, re-hit 90 s after a flush moved them together (none moves)`, () => rehit(90_000)],
+    [`grain ${GRAIN_MS / 1000} s, re-hit 1 s after its last use (none moves)`, () => rehit(1_000)],
   ];
   const results = cases.map(([name, run]) => {
     flush(0, pick(), (now += 1_000)); // warm the page cache the same way before each case

@@ -149,7 +149,7 @@ const CacheSchema = z.strictObject({
     .prefault({}),
   /** How often hit counters are flushed and eviction runs, off the request path. */
   maintenanceIntervalMs: ms.default(2_000),
-  /** Milliseconds within which eviction's order records an entry's last use (DEFAULT_RECENCY_GRAIN_MS); 0: exactly. At most a day. */
+  /** Milliseconds within which eviction's order records an entry's last use, or 1/100 of its horizon when longer (recencyGrainAt); 0: exactly. At most a day. */
   recencyGrainMs: nonNeg.max(86_400_000).default(DEFAULT_RECENCY_GRAIN_MS),
   /** Heap bytes for recently used entries the server also keeps in memory (2 bytes a character + 256 each); 0 disables it. */
   memoryMaxBytes: nonNeg.default(4 * 1024 * 1024),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RECENCY_GRAIN_MS, type NewEntry } from '../../src/domain/cache-entry.js';
+import { DEFAULT_RECENCY_GRAIN_MS, RECENCY_HORIZON_DIVISOR, type NewEntry } from '../../src/domain/cache-entry.js';
 import type { BackendFactory } from './backends.js';
 import { DAY, eventually, T0, withHandle } from './support.js';
 
@@ -170,6 +170,25 @@ export function responseCacheContract(factory: BackendFactory): void {
       await cache().flush();
       const size = cache().totalBytes() / 3;
       // Evicted down to 1.5 entries: the two least recently used go, A (hit exactly one grain after it was stored) and B.
+      expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(2);
+      const kept = [];
+      for (const k of ['A', 'B', 'C']) if (await cache().get(`key-${k}`)) kept.push(k);
+      expect(kept).toEqual(['C']);
+      expect((await cache().readStats()).hits).toBe(1);
+    });
+
+    it('the grain grows to 1/100 of the time since the oldest use on record: a hit within it leaves the eviction order', async () => {
+      // A used 10,000 s before B and C: at B's hit, 90 s after B, the grain is 100.9 s, not 60 s.
+      const horizonMs = 10_000_000;
+      await cache().put(entry('key-A', { storedAt: T0 - horizonMs }));
+      for (const [i, k] of ['B', 'C'].entries()) await cache().put(entry(`key-${k}`, { storedAt: T0 + i }));
+      const at = T0 + 90_000;
+      expect(at - T0).toBeGreaterThan(DEFAULT_RECENCY_GRAIN_MS);
+      expect(at - T0).toBeLessThan(Math.floor((at - (T0 - horizonMs)) / RECENCY_HORIZON_DIVISOR));
+      cache().recordHit((await cache().get('key-B'))!, at);
+      await cache().flush();
+      const size = cache().totalBytes() / 3;
+      // Down to 1.5 entries: A, then B (its last use on record still T0) go.
       expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(2);
       const kept = [];
       for (const k of ['A', 'B', 'C']) if (await cache().get(`key-${k}`)) kept.push(k);

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { DEFAULT_RECENCY_GRAIN_MS, statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEntry } from '../../domain/cache-entry.js';
+import { DEFAULT_RECENCY_GRAIN_MS, RECENCY_HORIZON_DIVISOR, statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEntry } from '../../domain/cache-entry.js';
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
@@ -105,13 +105,16 @@ export class PgResponseCache implements ResponseCache {
     const total = hits.reduce((a, [, h]) => a + h.n, 0);
     try {
       await inTransaction(this.pool, async (c) => {
-        // last_access only past the grain (DEFAULT_RECENCY_GRAIN_MS), as SQLite's hit-counts.ts: an
-        // update that changes no indexed column may skip every index (a HOT update, when the
-        // row's page has room for the new version).
+        // last_access only past the grain (recencyGrainAt: the larger of $4 and the horizon's
+        // share, the oldest use read once as SQLite reads it once a step), as SQLite's
+        // hit-counts.ts: an update that changes no indexed column may skip every index (a HOT
+        // update, when the row's page has room for the new version).
         await c.query(
-          `UPDATE cache_entries e SET hits = e.hits + t.n,
-             last_access = CASE WHEN e.last_access < t.at - $4::bigint THEN t.at ELSE e.last_access END
-           FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at) WHERE e.key = t.key`,
+          `WITH o AS (SELECT min(last_access) AS oldest FROM cache_entries)
+           UPDATE cache_entries e SET hits = e.hits + t.n,
+             last_access = CASE WHEN e.last_access < t.at - (CASE WHEN $4::bigint = 0 OR o.oldest IS NULL THEN $4::bigint
+               ELSE GREATEST($4::bigint, (t.at - o.oldest) / ${RECENCY_HORIZON_DIVISOR}) END) THEN t.at ELSE e.last_access END
+           FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at), o WHERE e.key = t.key`,
           [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at), this.recencyGrainMs],
         );
         await c.query("UPDATE cache_counters SET value = value + CASE name WHEN 'hits' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('hits', 'misses')", [total, misses]);

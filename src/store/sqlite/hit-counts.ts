@@ -1,6 +1,7 @@
 import type { CacheCounters } from './cache-counters.js';
 import type { StoredEntry } from './cache-entry.js';
 import type { DB } from './db.js';
+import { recencyGrainAt } from '../../domain/cache-entry.js';
 import { sortedByRowid } from './drain-order.js';
 
 /** What a flush writes: per-row counts in rowid order, and the totals for the `counters` table. */
@@ -79,8 +80,10 @@ export class HitCounts {
   /** Everything counted since the last take (a drain's unwritten rows too), and start afresh. */
   take(): HitBatch {
     for (let i = this.drainAt; i < this.ids.length; i++) {
-      const [rowid, n, at] = [this.ids[i]!, this.ns[i]!, this.ats[i]!];
+      const n = this.ns[i]!;
       if (n === 0) continue;
+      const rowid = this.ids[i]!;
+      const at = this.ats[i]!;
       const r = this.rows.get(rowid);
       if (r) r.n += n;
       else this.rows.set(rowid, { n, at });
@@ -151,10 +154,12 @@ export class HitCountWriter {
   private readonly countStmt;
   /**
    * The last use eviction orders by, only when the one on record is older than the grain
-   * (DEFAULT_RECENCY_GRAIN_MS). A statement of its own: SQLite rewrites an index entry whenever
-   * its column is SET, even to the value it had, and the row's page is cached by the first.
+   * (DEFAULT_RECENCY_GRAIN_MS, recencyGrainAt). A statement of its own: SQLite rewrites an index
+   * entry whenever its column is SET, even to the value it had, and the row's page is cached by the first.
    */
   private readonly recencyStmt;
+  /** The oldest last use on record, for the grain's horizon: the first entry of the LRU index. */
+  private readonly oldestStmt;
   /** The rows the next step may write (nextRowsPerStep): adapts to what the last step's commit cost. */
   private rowsPerStep = Infinity;
 
@@ -167,6 +172,7 @@ export class HitCountWriter {
   ) {
     this.countStmt = db.prepare<[number, number, number]>('UPDATE access SET hits = hits + ?, last_hit = ? WHERE id = ?');
     this.recencyStmt = db.prepare<[number, number, number]>('UPDATE access SET last_access = ? WHERE id = ? AND last_access < ?');
+    this.oldestStmt = db.prepare<[], { oldest: number | null }>('SELECT min(last_access) AS oldest FROM access');
   }
 
   /**
@@ -188,13 +194,17 @@ export class HitCountWriter {
     try {
       this.db
         .transaction(() => {
+          // Read once a step (an index's first entry): moves within the step only make it younger.
+          const oldest = this.recencyGrainMs === 0 ? null : this.oldestStmt.get()!.oldest;
           for (; i < d.ids.length && i - d.from < rows; i++) {
             // The clock is read every 32 rows: a row costs microseconds.
             if ((i - d.from) % 32 === 31 && performance.now() - t0 > budgetMs) break;
-            const [n, at, id] = [d.ns[i]!, d.ats[i]!, d.ids[i]!];
+            const n = d.ns[i]!;
             if (n === 0) continue;
+            const id = d.ids[i]!;
+            const at = d.ats[i]!;
             this.countStmt.run(n, at, id);
-            this.recencyStmt.run(at, id, at - this.recencyGrainMs);
+            this.recencyStmt.run(at, id, at - recencyGrainAt(this.recencyGrainMs, oldest, at));
           }
           this.counters.addHits(d.hits, d.misses);
         })
