@@ -66,12 +66,14 @@ export const DEFAULT_RECENCY_GRAIN_MS = 60_000;
 /**
  * The grain also grows with the eviction horizon: it is at least this fraction (1/100) of the
  * time since the oldest last use on record, which is about how long an unused entry survives
- * before eviction reaches it. A fixed minute still moves nearly every hit's entry when entries
- * are re-used less often than that (uniform ids over a million entries: once per ~90 s), so the
- * LRU index is written once per hit. Relative to the horizon, the order stays within 1% of exact
- * and each entry moves at most ~100 times per horizon, whatever the hit rate: a day-old cache
- * moves an entry at most every ~14 minutes. An integer divisor, so that PostgreSQL's integer
- * division and Math.floor agree.
+ * before eviction reaches it. A fixed minute still moves an entry at each use when it is re-used
+ * less often than that, as a working set re-used every few minutes is in a cache whose oldest
+ * entries are a day old: each use a delete from a random place in the LRU index (3× the cost of
+ * the count alone at 1M entries, bench/access-flush.ts). Relative to the horizon, the order stays
+ * within 1% of exact and each entry moves at most ~100 times per horizon, whatever the hit rate:
+ * in a cache whose oldest use is a day old, at most every ~14 minutes. (Where every entry is
+ * re-used within minutes, the horizon is minutes too and the minute rules.) An integer divisor,
+ * so that PostgreSQL's integer division and Math.floor agree.
  */
 export const RECENCY_HORIZON_DIVISOR = 100;
 
