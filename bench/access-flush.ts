@@ -1,24 +1,21 @@
 /**
- * The hit-count flush alone at a million entries: `npx tsx bench/access-flush.ts`, after
- * `npm run build`. Tollgate's own HitCounts and HitCountWriter (dist/) write ROWS counted
- * entries (random rowids, sorted as a drain sorts them) into a cache.db whose `access` table
- * has N rows with their last use in random order, as a cache in service has them, in steps of
- * MAINTENANCE_STEP's rows and time budget, as the server's maintenance pass does. Per case, the
- * main thread's time per counted row (median of ROUNDS flushes; a passive checkpoint after each,
- * untimed, as the server's checkpoint worker would run) and the longest step:
- * - grain 0: every hit moves its entry in the LRU index (the behaviour before cache.recencyGrainMs);
- * - grain 60 s, first use since the fill: nearly every counted entry moves (its last use on record
- *   is hours old, past the grain and the horizon's share of it);
- * - grain 60 s, a working set re-used every few minutes: entries whose last uses are spread over
- *   2–10 min before, among 300,000 so used. Past the fixed grain, within the horizon's share
- *   (RECENCY_HORIZON_DIVISOR: ~14.4 min for the fill's day), so none moves; with the grain alone
- *   (the build before it) each moved, from a random place in the index;
- * - grain 60 s, re-hit 90 s after a flush moved them: as the last, but the entries' places in the
- *   index are together (the one flush put them there), so moving them again is cheap;
- * - grain 60 s, last use within a second: none moves (an entry hit again at once).
- * The fill: 700,000 entries last used over the day before, 300,000 (the working set) over 8 min.
- * Every case takes entries no earlier flush touched, so that each moves as its name says; the
- * script counts the moves.
+ * The hit-count flush and eviction's order at a million entries: `npx tsx bench/access-flush.ts`,
+ * after `npm run build`. Tollgate's own HitCounts, HitCountWriter and CacheEviction (dist/) on a
+ * cache.db whose `access` table has N rows with their last use in random order, as a cache in
+ * service has them; the flush in steps of MAINTENANCE_STEP's rows and time budget, as the
+ * server's maintenance pass does. Per case, the main thread's time per counted row (median of
+ * ROUNDS flushes of ROWS entries each; a passive checkpoint after each, untimed, as the server's
+ * checkpoint worker would run) and the longest step:
+ * - baseline, in the same run: the write per hit before domain/lru-order.ts, the count and then
+ *   the entry's place in the LRU index (`last_access`), in the same steps: each hit an entry's
+ *   first use since the fill, so each a delete from a random page of the index;
+ * - this build's flush of the same kind of hits: the count and last hit only;
+ * - this build's flush of a working set re-used 2–10 min later (the same writes, other pages).
+ * Then eviction over the same file, as the server's pass runs it (MAINTENANCE_STEP's budget a
+ * step): µs per entry it deletes or moves from the head of the index, where the entries the
+ * flushes counted are moved to their last hit rather than deleted. The fill: 700,000 entries
+ * last used over the day before, 300,000 (the working set) over 8 min. Every flush takes
+ * entries no earlier one touched; the script counts the index moves each made.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +25,8 @@ import { rng } from './lib/random.js';
 const N = 1_000_000;
 const ROWS = 23_000;
 const ROUNDS = 5;
-const GRAIN_MS = 60_000;
+/** Entries eviction reaches (deletes or moves) in each of its two cases. */
+const EVICTED = 60_000;
 /** The working set: entries used within minutes, among the day's. */
 const RECENT = 300_000;
 
@@ -39,6 +37,8 @@ const { HitCounts, HitCountWriter } = (await import(join(dist, 'store/sqlite/hit
 const { CacheCounters } = (await import(join(dist, 'store/sqlite/cache-counters.js'))) as typeof import('../src/store/sqlite/cache-counters.js');
 const { PAGE_CACHE_KIB } = (await import(join(dist, 'store/sqlite/cache-statements.js'))) as typeof import('../src/store/sqlite/cache-statements.js');
 const { MAINTENANCE_STEP } = (await import(join(dist, 'store/sqlite/cache-options.js'))) as typeof import('../src/store/sqlite/cache-options.js');
+const { CacheEviction } = (await import(join(dist, 'store/sqlite/cache-eviction.js'))) as typeof import('../src/store/sqlite/cache-eviction.js');
+const { HotEntries } = (await import(join(dist, 'store/sqlite/hot-entries.js'))) as typeof import('../src/store/sqlite/hot-entries.js');
 type StoredEntry = import('../src/store/sqlite/cache-entry.js').StoredEntry;
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-flush-'));
@@ -73,27 +73,41 @@ try {
    */
   let last = { counted: 0, moved: 0, longestStepMs: 0 };
   const movedAt = db.prepare<[number], number>('SELECT COUNT(*) FROM access WHERE last_access = ?').pluck();
-  /** As the server: one count and one writer per grain for the process's life (the writer sizes a step from the last). */
-  const writers = new Map<number, { counts: InstanceType<typeof HitCounts>; writer: InstanceType<typeof HitCountWriter> }>();
-  /** One flush of ROWS random entries hit at `at`, through the server's steps (its budget too); µs of main thread per row. */
-  const flush = (grainMs: number, ids: readonly number[], at: number): number => {
-    if (!writers.has(grainMs)) {
-      const counts = new HitCounts();
-      writers.set(grainMs, { counts, writer: new HitCountWriter(db, counters, counts, grainMs) });
-    }
-    const { counts, writer } = writers.get(grainMs)!;
-    for (const id of ids) counts.hit({ id } as StoredEntry, at);
+  const counts = new HitCounts();
+  const writer = new HitCountWriter(db, counters, counts);
+  /**
+   * The baseline's writer: the count, then the place in the LRU index, per row in rowid order,
+   * in transactions of as many rows as this build's writer is let (MAINTENANCE_STEP), stopping
+   * after its budget as it does.
+   */
+  const countStmt = db.prepare<[number, number, number]>('UPDATE access SET hits = hits + ?, last_hit = ? WHERE id = ?');
+  const moveStmt = db.prepare<[number, number]>('UPDATE access SET last_access = ? WHERE id = ?');
+  const movingStep = (ids: readonly number[], from: number, at: number): number => {
+    const t0 = performance.now();
+    let i = from;
+    db.transaction(() => {
+      for (; i < ids.length && i - from < MAINTENANCE_STEP.rows; i++) {
+        if ((i - from) % 32 === 31 && performance.now() - t0 > MAINTENANCE_STEP.budgetMs) break;
+        countStmt.run(1, at, ids[i]!);
+        moveStmt.run(at, ids[i]!);
+      }
+    }).immediate();
+    return i;
+  };
+  /** One flush of ROWS entries hit at `at`, through the steps; µs of main thread per row. */
+  const flush = (moving: boolean, ids: readonly number[], at: number): number => {
+    const sorted = [...ids].sort((x, y) => x - y);
+    if (!moving) for (const id of sorted) counts.hit({ id } as StoredEntry, at);
     let ms = 0;
     let longestStepMs = 0;
-    for (let more = true; more; ) {
+    for (let from = 0, more = true; more; ) {
       const t0 = performance.now();
-      more = writer.step(MAINTENANCE_STEP.rows, MAINTENANCE_STEP.budgetMs);
+      if (moving) more = (from = movingStep(sorted, from, at)) < sorted.length;
+      else more = writer.step(MAINTENANCE_STEP.rows, MAINTENANCE_STEP.budgetMs);
       const step = performance.now() - t0;
       ms += step;
       longestStepMs = Math.max(longestStepMs, step);
-      if (process.env.STEPS) process.stdout.write(`${step.toFixed(1)} `);
     }
-    if (process.env.STEPS) console.log();
     db.pragma('wal_checkpoint(PASSIVE)');
     last = { counted: new Set(ids).size, moved: movedAt.get(at)!, longestStepMs };
     return (ms * 1000) / ids.length;
@@ -104,30 +118,18 @@ try {
   const pickRecent = () => order.slice(takenRecent, (takenRecent += ROWS));
   const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1]!;
 
-  let now = T0;
-  /** Entries first used (and so moved) at `now`, then counted again `afterMs` later: the timed flush. */
-  const rehit = (afterMs: number): number => {
-    const ids = pick();
-    flush(GRAIN_MS, ids, (now += 2 * GRAIN_MS));
-    return flush(GRAIN_MS, ids, (now += afterMs));
-  };
+  let now = Math.max(T0, RECENT_FROM + 10 * 60_000);
   const cases: [string, () => number][] = [
-    ['grain 0 (every hit moves its entry)', () => flush(0, pick(), (now += 1_000))],
-    [`grain ${GRAIN_MS / 1000} s, first use since the fill (nearly every entry moves)`, () => flush(GRAIN_MS, pick(), (now += 2 * GRAIN_MS))],
-    [
-      `grain ${GRAIN_MS / 1000} s, working set re-used 2–10 min later (none moves: within the horizon's share)`,
-      () => flush(GRAIN_MS, pickRecent(), (now = Math.max(now, RECENT_FROM + 10 * 60_000) + 1_000)),
-    ],
-    [`grain ${GRAIN_MS / 1000} s, re-hit 90 s after a flush moved them together (none moves)`, () => rehit(90_000)],
-    [`grain ${GRAIN_MS / 1000} s, re-hit 1 s after its last use (none moves)`, () => rehit(1_000)],
+    ['baseline: count and move in the LRU index, first use since the fill', () => flush(true, pick(), (now += 1_000))],
+    ['this build: count and last hit, first use since the fill', () => flush(false, pick(), (now += 1_000))],
+    ['this build: count and last hit, working set re-used 2–10 min later', () => flush(false, pickRecent(), (now += 1_000))],
   ];
   const results = cases.map(([name, run]) => {
-    flush(0, pick(), (now += 1_000)); // warm the page cache the same way before each case
+    flush(false, pick(), (now += 1_000)); // warm the page cache the same way before each case
     const share = { counted: 0, moved: 0 };
     let longestStepMs = 0;
     const us = Array.from({ length: ROUNDS }, () => {
       const x = run();
-      // The timed flush is a round's last.
       share.counted += last.counted;
       share.moved += last.moved;
       longestStepMs = Math.max(longestStepMs, last.longestStepMs);
@@ -135,10 +137,54 @@ try {
     });
     return { name, median: median([...us]), us, longestStepMs, movedShare: share.moved / share.counted };
   });
+
+  // Eviction from the head of the index (the day's oldest uses), as the server's pass runs it,
+  // twice over EVICTED entries each: first as the flushes left it, where the entries they counted
+  // are moved to their last hit instead of deleted; then, their last hits cleared (untimed), over
+  // the next stretch of the head, where every entry is deleted: the baseline. No `entries` rows
+  // here: CacheEviction deletes each `access` row and finds no entry, so the byte total is set
+  // high enough never to be reached.
+  counters.addSize(2 ** 50, 0);
+  const eviction = new CacheEviction(db, counters, counts, new HotEntries(0));
+  const rowCount = db.prepare<[], number>('SELECT COUNT(*) FROM access').pluck();
+  // A moved entry's place becomes its last hit; the baseline's rows already had the two equal.
+  const placedAtHit = db.prepare<[], number>('SELECT COUNT(*) FROM access WHERE last_access = last_hit').pluck();
+  const usedInHead = db.prepare<[number], number>('SELECT COUNT(*) FROM (SELECT last_hit > last_access AS used FROM access ORDER BY last_access LIMIT ?) WHERE used').pluck();
+  const evict = () => {
+    const used = usedInHead.get(EVICTED)! / EVICTED;
+    const [rows0, placed0] = [rowCount.get()!, placedAtHit.get()!];
+    const reached = () => ({ deleted: rows0 - rowCount.get()!, moved: placedAtHit.get()! - placed0 });
+    const steps = eviction.steps(0, () => 0, MAINTENANCE_STEP.budgetMs);
+    let ms = 0;
+    let longestStepMs = 0;
+    let done = { deleted: 0, moved: 0 };
+    for (let more = true; more && done.deleted + done.moved < EVICTED; done = reached()) {
+      const t0 = performance.now();
+      more = !steps.next().done;
+      const step = performance.now() - t0;
+      ms += step;
+      longestStepMs = Math.max(longestStepMs, step);
+    }
+    db.pragma('wal_checkpoint(PASSIVE)');
+    return { used, ...done, us: (ms * 1000) / (done.deleted + done.moved), longestStepMs };
+  };
+  const withMoves = evict();
+  db.prepare('UPDATE access SET last_hit = NULL WHERE last_hit > last_access').run();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  const deletesOnly = evict();
   db.close();
   const base = results[0]!.median;
   console.log(`access flush at ${N.toLocaleString('en')} rows, ${ROWS.toLocaleString('en')} counted per flush, steps of ${MAINTENANCE_STEP.rows} rows:`);
-  for (const r of results) console.log(`  ${r.name}: ${r.median.toFixed(1)} µs a row (rounds ${r.us.map((x) => x.toFixed(1)).join(', ')}), ÷ grain 0: ${(r.median / base).toFixed(3)}; longest step ${r.longestStepMs.toFixed(1)} ms; moved ${(100 * r.movedShare).toFixed(1)}% of the counted entries`);
+  for (const r of results) console.log(`  ${r.name}: ${r.median.toFixed(1)} µs a row (rounds ${r.us.map((x) => x.toFixed(1)).join(', ')}), ÷ baseline: ${(r.median / base).toFixed(3)}; longest step ${r.longestStepMs.toFixed(1)} ms; moved ${(100 * r.movedShare).toFixed(1)}% of the counted entries`);
+  for (const [name, e] of [
+    ['eviction, entries hit since their place moved', withMoves],
+    ['eviction, baseline: every entry reached deleted', deletesOnly],
+  ] as const) {
+    console.log(
+      `  ${name}: ${(100 * e.used).toFixed(1)}% of the head hit since its place; ${e.deleted.toLocaleString('en')} deleted, ${e.moved.toLocaleString('en')} moved; ` +
+        `${e.us.toFixed(1)} µs an entry reached, ÷ baseline: ${(e.us / deletesOnly.us).toFixed(3)}; longest step ${e.longestStepMs.toFixed(1)} ms`,
+    );
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { ADMIN_API_ACTOR, CLI_ACTOR } from './domain/audit.js';
 import { trustedProxies } from './domain/trusted-proxies.js';
 import { DEFAULT_NETWORK_DOMAIN } from './domain/identity.js';
-import { DEFAULT_RECENCY_GRAIN_MS } from './domain/cache-entry.js';
 import { LimitsSchemas } from './config-limits.js';
 import { NotificationsSchema } from './config-notifications.js';
 import { ms } from './config-timers.js';
@@ -149,8 +148,8 @@ const CacheSchema = z.strictObject({
     .prefault({}),
   /** How often hit counters are flushed and eviction runs, off the request path. */
   maintenanceIntervalMs: ms.default(2_000),
-  /** Milliseconds within which eviction's order records an entry's last use, or 1/100 of its horizon when longer (recencyGrainAt); 0: exactly. At most a day. */
-  recencyGrainMs: nonNeg.max(86_400_000).default(DEFAULT_RECENCY_GRAIN_MS),
+  /** Retired: no effect (config.ts RETIRED_SETTINGS). Still read, and held to its old bounds, so that a file that sets it loads. */
+  recencyGrainMs: nonNeg.max(86_400_000).optional(),
   /** Heap bytes for recently used entries the server also keeps in memory (2 bytes a character + 256 each); 0 disables it. */
   memoryMaxBytes: nonNeg.default(4 * 1024 * 1024),
 });

@@ -57,6 +57,15 @@ export interface ResolvedConfig {
   readonly warnings: readonly string[];
 }
 
+/**
+ * Settings an earlier version read that no longer do anything: still accepted, so that a file
+ * or environment written for that version loads, with a warning saying why it can go.
+ */
+export const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
+  'cache.recencyGrainMs':
+    "has no effect any more and can be removed: eviction's order is exact without it (an entry hit since its place in the order was written is moved when eviction reaches it)",
+};
+
 /** What the process was configured with besides the values: for the startup log line. */
 const reports = new WeakMap<object, { readonly warnings: readonly string[] }>();
 
@@ -89,7 +98,8 @@ export function resolveConfig(opts: LoadOptions = {}): ResolvedConfig {
   for (const [path, value] of Object.entries(opts.overrides ?? {})) {
     if (value !== undefined) set(tree, sources, path, value, 'flag');
   }
-  return { config: validateConfig(tree, sources), file: file ?? null, sources, warnings: layer.warnings };
+  const retired = Object.entries(RETIRED_SETTINGS).flatMap(([path, why]) => (sources.has(path) ? [`${path} ${why}`] : []));
+  return { config: validateConfig(tree, sources), file: file ?? null, sources, warnings: [...layer.warnings, ...retired] };
 }
 
 export function validateConfig(tree: unknown, sources?: ReadonlyMap<string, Source>): Readonly<Config> {

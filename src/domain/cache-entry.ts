@@ -50,43 +50,6 @@ export function replacesHeld(held: HeldFacts | null, incoming: NewEntry): boolea
   return incoming.freshAsOf !== null && incoming.freshAsOf >= held.freshAsOf;
 }
 
-/**
- * How finely eviction's order knows when an entry was last used, in milliseconds. A hit moves
- * an entry up that order only when the use on record is more than this old: the hits between
- * are counted, but leave the LRU index alone. At a million entries rewriting an entry's place
- * in that index was most of what writing its hit count cost (without the move, 0.26–0.35 of
- * the cost: bench/access-flush.ts), and a popular entry was moved once per maintenance pass (2 s). memcached
- * bumps an item at most once per 60 s (ITEM_UPDATE_INTERVAL) for the same reason. Entries live
- * days (cache.ttl), so which of two entries used within a minute of each other goes first does
- * not matter to what the cache saves. 0: every hit moves its entry. The rule, in both backends'
- * SQL: a hit at `at` moves an entry whose last use on record is before `at - grain`.
- */
-export const DEFAULT_RECENCY_GRAIN_MS = 60_000;
-
-/**
- * The grain also grows with the eviction horizon: it is at least this fraction (1/100) of the
- * time since the oldest last use on record, which is about how long an unused entry survives
- * before eviction reaches it. A fixed minute still moves an entry at each use when it is re-used
- * less often than that, as a working set re-used every few minutes is in a cache whose oldest
- * entries are a day old: each use a delete from a random place in the LRU index (3× the cost of
- * the count alone at 1M entries, bench/access-flush.ts). Relative to the horizon, the order stays
- * within 1% of exact and each entry moves at most ~100 times per horizon, whatever the hit rate:
- * in a cache whose oldest use is a day old, at most every ~14 minutes. (Where every entry is
- * re-used within minutes, the horizon is minutes too and the minute rules.) An integer divisor,
- * so that PostgreSQL's integer division and Math.floor agree.
- */
-export const RECENCY_HORIZON_DIVISOR = 100;
-
-/**
- * The grain a hit at `at` is held to: `grainMs` (cache.recencyGrainMs), or the horizon's share
- * when larger. `oldestUse`: the oldest last use on record, null when nothing is stored. A grain
- * of 0 is exact LRU, horizon or not. Pure: both backends apply it (SQLite in JS, PostgreSQL in SQL).
- */
-export function recencyGrainAt(grainMs: number, oldestUse: number | null, at: number): number {
-  if (grainMs === 0 || oldestUse === null) return grainMs;
-  return Math.max(grainMs, Math.floor((at - oldestUse) / RECENCY_HORIZON_DIVISOR));
-}
-
 /** The answers the cache stores: data, and the provider's 404 and 513 for the negative cache. */
 export const STORED_STATUSES = [200, 404, 513] as const;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RECENCY_GRAIN_MS, RECENCY_HORIZON_DIVISOR, type NewEntry } from '../../src/domain/cache-entry.js';
+import type { NewEntry } from '../../src/domain/cache-entry.js';
 import type { BackendFactory } from './backends.js';
 import { DAY, eventually, T0, withHandle } from './support.js';
 
@@ -157,8 +157,7 @@ export function responseCacheContract(factory: BackendFactory): void {
 
     it('maintain evicts the least recently used (stored or hit) beyond maxBytes, down to 90% of it', async () => {
       for (const [i, k] of ['A', 'B', 'C', 'D'].entries()) await cache().put(entry(`key-${k}`, { storedAt: T0 + i }));
-      // Past the recency grain (the configuration's default) since A was stored: the hit moves A.
-      cache().recordHit((await cache().get('key-A'))!, T0 + DEFAULT_RECENCY_GRAIN_MS + 10);
+      cache().recordHit((await cache().get('key-A'))!, T0 + 10);
       await cache().flush();
       const size = cache().totalBytes() / 4;
       const maxBytes = (2.5 * size) / 0.9;
@@ -168,32 +167,30 @@ export function responseCacheContract(factory: BackendFactory): void {
       expect(await cache().maintain(maxBytes, () => 0)).toBe(0);
     });
 
-    it('a hit within the recency grain of the use on record is counted but leaves the eviction order', async () => {
-      for (const [i, k] of ['A', 'B', 'C'].entries()) await cache().put(entry(`key-${k}`, { storedAt: T0 + i }));
-      cache().recordHit((await cache().get('key-A'))!, T0 + DEFAULT_RECENCY_GRAIN_MS);
+    it('the order is exact: a hit a millisecond after another entry was stored keeps its entry longer, and is counted', async () => {
+      for (const [i, k] of ['A', 'B', 'C'].entries()) await cache().put(entry(`key-${k}`, { storedAt: T0 + 10 * i }));
+      // A used between B's store and C's: B, then A, then C.
+      cache().recordHit((await cache().get('key-A'))!, T0 + 11);
       await cache().flush();
       const size = cache().totalBytes() / 3;
-      // Evicted down to 1.5 entries: the two least recently used go, A (hit exactly one grain after it was stored) and B.
-      expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(2);
+      expect(await cache().maintain((2.5 * size) / 0.9, () => 0)).toBe(1);
+      expect(await keptOf(['A', 'B', 'C'])).toEqual(['A', 'C']);
+      expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(1);
       expect(await keptOf(['A', 'B', 'C'])).toEqual(['C']);
       expect((await cache().readStats()).hits).toBe(1);
     });
 
-    it('the grain grows to 1/100 of the time since the oldest use on record: a hit within it leaves the eviction order', async () => {
-      // A used 10,000 s before B and C: at B's hit, 90 s after B, the grain is 100.9 s, not 60 s.
-      const horizonMs = 10_000_000;
-      await cache().put(entry('key-A', { storedAt: T0 - horizonMs }));
-      for (const [i, k] of ['B', 'C'].entries()) await cache().put(entry(`key-${k}`, { storedAt: T0 + i }));
-      const at = T0 + 90_000;
-      expect(at - T0).toBeGreaterThan(DEFAULT_RECENCY_GRAIN_MS);
-      expect(at - T0).toBeLessThan(Math.floor((at - (T0 - horizonMs)) / RECENCY_HORIZON_DIVISOR));
-      cache().recordHit((await cache().get('key-B'))!, at);
-      await cache().flush();
+    it('a hit flushed by another process counts in the order too, and a store makes its entry used then', async () => {
+      for (const [i, k] of ['A', 'B', 'C'].entries()) await cache().put(entry(`key-${k}`, { storedAt: T0 + 10 * i }));
+      const other = (await h().peer()).backend.cache;
+      other.recordHit((await other.get('key-A'))!, T0 + 30);
+      other.recordHit((await other.get('key-B'))!, T0 + 31);
+      await other.flush();
+      // B stored again after both hits: its use is its store, T0 + 40; A's its hit.
+      await cache().put(entry('key-B', { storedAt: T0 + 40 }));
       const size = cache().totalBytes() / 3;
-      // Down to 1.5 entries: A, then B (its last use on record still T0) go.
       expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(2);
-      expect(await keptOf(['A', 'B', 'C'])).toEqual(['C']);
-      expect((await cache().readStats()).hits).toBe(1);
+      expect(await keptOf(['A', 'B', 'C'])).toEqual(['B']);
     });
 
     it("another process's put, replacement and purge are seen by this one's get within 2 s", async () => {

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CACHE_MIGRATIONS, CacheStore } from '../../src/store/sqlite/cache.js';
 import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
 import { outlastLooks } from '../../src/store/sqlite/data-version.js';
-import { DEFAULT_RECENCY_GRAIN_MS, type CacheEntry, type NewEntry } from '../../src/domain/cache-entry.js';
+import { type CacheEntry, type NewEntry } from '../../src/domain/cache-entry.js';
 import { profileEntry } from '../helpers/cache-entries.js';
 
 let dir: string;
@@ -250,14 +250,14 @@ describe('CacheStore: hit statistics, totals, schema', () => {
   it('hits move an entry up the LRU order through the narrow access table', () => {
     const { db, cache } = store();
     for (const i of [1, 2, 3]) cache.put(entry(i));
-    // Past the recency grain since it was stored: the hit moves it (cache-recency-grain.test.ts).
-    const later = 1_001 + DEFAULT_RECENCY_GRAIN_MS;
-    cache.recordHit(cache.get(entry(1).key)!, later + 5_000);
-    cache.recordHit(cache.get(entry(1).key)!, later + 5_001);
+    const later = entry(3).storedAt + 1;
+    cache.recordHit(cache.get(entry(1).key)!, later);
+    cache.recordHit(cache.get(entry(1).key)!, later + 1);
     cache.recordMiss();
     cache.flush();
+    // Counted in its row; its place in the LRU index stays its store until eviction reaches it (cache-lru-exact.test.ts).
     const row = db.prepare('SELECT hits, last_hit, last_access FROM access WHERE id = ?').get(rowidOf(db, entry(1).key));
-    expect(row).toEqual({ hits: 2, last_hit: later + 5_001, last_access: later + 5_001 });
+    expect(row).toEqual({ hits: 2, last_hit: later + 1, last_access: entry(1).storedAt });
     expect(cache.stats()).toMatchObject({ entries: 3, hits: 2, misses: 1 });
     const size = cache.totalBytes() / 3;
     // Bound of 2.5 entries: down to 2.25, so one goes: 2, the least recently accessed.

@@ -1,5 +1,7 @@
 import { cacheOriginIdentity } from '../../src/domain/cache-origin.js';
 import { DEFAULT_NETWORK_DOMAIN } from '../../src/domain/identity.js';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
 import type { Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/domain/clock.js';
@@ -151,6 +153,18 @@ describe('tollgate migrate-data', () => {
     }
     const hits = (await pool.query('SELECT COALESCE(SUM(hits), 0)::int AS n FROM cache_entries')).rows[0].n;
     expect(hits).toBeGreaterThan(0);
+    // Each entry's last use comes over as eviction knew it: its place in the LRU order, or its
+    // last hit when later (a hit leaves the place until eviction reaches it: domain/lru-order.ts).
+    const cacheDb = new Database(join(inst.dataDir, 'cache.db'), { readonly: true });
+    const uses = cacheDb
+      .prepare<[], { key: string; use: number; hitSince: number }>(
+        'SELECT e.key, max(a.last_access, COALESCE(a.last_hit, a.last_access)) AS use, COALESCE(a.last_hit > a.last_access, 0) AS hitSince FROM entries e JOIN access a ON a.id = e.rowid ORDER BY e.key',
+      )
+      .all();
+    cacheDb.close();
+    expect(uses.filter((u) => u.hitSince).length).toBeGreaterThan(0);
+    const copied = (await pool.query<{ key: string; last_access: string }>('SELECT key, last_access FROM cache_entries ORDER BY key COLLATE "C"')).rows;
+    expect(copied.map((r) => ({ key: r.key, use: Number(r.last_access) }))).toEqual(uses.map(({ key, use }) => ({ key, use })));
   });
 
   it('a second run is refused and changes nothing', async () => {

@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isMap, isScalar, parse, parseDocument, type Pair, type YAMLMap } from 'yaml';
-import { ENV_ALIASES, ENV_OPTIONS } from '../../src/config-env.js';
+import { ENV_ALIASES, ENV_OPTIONS, OPTION_BY_PATH } from '../../src/config-env.js';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, validateConfig } from '../../src/config.js';
+import { ConfigError, loadConfig, RETIRED_SETTINGS, validateConfig } from '../../src/config.js';
 import { configSummary } from '../../src/obs/config-summary.js';
 
 const EXAMPLE = join(import.meta.dirname, '../../config/tollgate.example.yaml');
@@ -45,7 +45,9 @@ describe('config', () => {
     const top = doc.contents as YAMLMap;
     const comments = leafComments(top);
     // The document's own header sits above the first section; the first section is a map, so it is no leaf's.
-    const options = ENV_OPTIONS.filter((o) => o.path !== 'server.trustProxy');
+    // A retired setting has no line of its own: the file says so in words, named with its variable.
+    const options = ENV_OPTIONS.filter((o) => o.path !== 'server.trustProxy' && !(o.path in RETIRED_SETTINGS));
+    for (const path of Object.keys(RETIRED_SETTINGS)) expect(readFileSync(EXAMPLE, 'utf8')).toContain(`Retired: ${path} (env ${OPTION_BY_PATH.get(path)!.env})`);
     for (const o of options) {
       const owner = comments.has(o.path) ? o.path : o.path.slice(0, o.path.lastIndexOf('.'));
       expect(comments.get(owner), o.path).toContain(o.env);
@@ -62,6 +64,23 @@ describe('config', () => {
       const value = o.path.split('.').reduce<unknown>((n, k) => (n as Record<string, unknown> | null)?.[k], defaults);
       expect(rows.get(o.path), o.path).toEqual({ env: o.env, def: JSON.stringify(value ?? null) });
     }
+  });
+
+  it('a retired setting (cache.recencyGrainMs) still loads, from a file or the environment, with a warning; its old bounds hold', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-cfg-'));
+    const file = join(dir, 'c.yaml');
+    writeFileSync(file, 'cache:\n  recencyGrainMs: 60000\n');
+    for (const opts of [{ file, env: {} }, { env: { TOLLGATE_CACHE_RECENCY_GRAIN_MS: '0' } }]) {
+      const seen: string[] = [];
+      const c = loadConfig({ ...opts, onWarning: (m) => seen.push(m) });
+      expect(seen).toEqual([expect.stringMatching(/^cache\.recencyGrainMs has no effect any more and can be removed: eviction's order is exact/)]);
+      expect(c.cache.maxBytes).toBe(validateConfig({}).cache.maxBytes);
+    }
+    const quiet: string[] = [];
+    loadConfig({ env: {}, onWarning: (m) => quiet.push(m) });
+    expect(quiet).toEqual([]);
+    expect(() => validateConfig({ cache: { recencyGrainMs: 86_400_001 } })).toThrow(/recencyGrainMs/);
+    expect(() => validateConfig({ cache: { recencyGrainMs: -1 } })).toThrow(/recencyGrainMs/);
   });
 
   it('layers file < env < flags', () => {

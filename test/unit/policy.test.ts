@@ -3,7 +3,7 @@ import type { Strategy } from '../../src/domain/endpoints.js';
 import { validateConfig } from '../../src/config.js';
 import { satisfies } from '../../src/gateway/coalesce.js';
 import { decide, freshAsOfAnswer, staleEligible, type EntryFacts } from '../../src/domain/cache-policy.js';
-import { recencyGrainAt, replacesHeld, type HeldFacts, type NewEntry } from '../../src/domain/cache-entry.js';
+import { replacesHeld, type HeldFacts, type NewEntry } from '../../src/domain/cache-entry.js';
 
 // ttl 100 s, stale ttl 1000 s for profile; 404 replayed 50 s, 513 for 500 s.
 const cfg = validateConfig({
@@ -155,18 +155,5 @@ describe('replacesHeld: an older answer arriving late never replaces a fresher e
     ['a live answer stored before the held entry was (the clock stepped back since): its order is unknowable, it replaces', held, answer(50, 50, 60), true],
   ])('%s', (_, h, e, expected) => {
     expect(replacesHeld(h, e)).toBe(expected);
-  });
-});
-
-describe('recencyGrainAt: the configured grain, or 1/100 of the time since the oldest last use when longer', () => {
-  it.each([
-    ['nothing stored', 60_000, null, 5_000_000, 60_000],
-    ['a young cache: the configured grain', 60_000, 1_000_000, 1_000_000 + 3_600_000, 60_000],
-    ['a day-old horizon: 14.4 min', 60_000, 0, 86_400_000, 864_000],
-    ['rounded down, as PostgreSQL divides integers', 60_000, 0, 7_000_099, 70_000],
-    ['grain 0 stays exact, whatever the horizon', 0, 0, 86_400_000, 0],
-    ['a clock stepped back before the oldest use: the configured grain', 60_000, 10_000_000, 9_000_000, 60_000],
-  ])('%s', (_, grainMs, oldest, at, expected) => {
-    expect(recencyGrainAt(grainMs, oldest, at)).toBe(expected);
   });
 });

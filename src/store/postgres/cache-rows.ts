@@ -46,7 +46,7 @@ export const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 F
     WHERE (SELECT count(*) FROM old) >= 0
     ON CONFLICT (key) DO UPDATE SET origin = excluded.origin, endpoint = excluded.endpoint, identity = excluded.identity, status = excluded.status, data = excluded.data,
       meta = excluded.meta, error_code = excluded.error_code, error_message = excluded.error_message, stored_at = excluded.stored_at,
-      fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0
+      fresh_as_of = excluded.fresh_as_of, credits = excluded.credits, size = excluded.size, last_access = excluded.stored_at, hits = 0, last_hit = NULL
     WHERE cache_entries.origin <> excluded.origin OR $15::bigint >= cache_entries.stored_at OR ($16::boolean AND cache_entries.stored_at > excluded.stored_at)
       OR cache_entries.fresh_as_of IS NULL
       OR excluded.fresh_as_of >= cache_entries.fresh_as_of

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
-import { DEFAULT_RECENCY_GRAIN_MS, RECENCY_HORIZON_DIVISOR, statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEntry } from '../../domain/cache-entry.js';
+import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEntry } from '../../domain/cache-entry.js';
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
+import { lruPass } from '../../domain/lru-order.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
 import { ChangeStamps } from '../change-stamps.js';
@@ -10,7 +11,7 @@ import { inTransaction } from './pool.js';
 
 export { sizeOf } from './cache-rows.js';
 
-/** Least-recently-used entries read per round of eviction. */
+/** Entries of the LRU index's head read per round of eviction. */
 const EVICT_BATCH = 500;
 
 /**
@@ -30,12 +31,12 @@ export class PgResponseCache implements ResponseCache {
     /** The upstream this replica's answers come from (cacheOriginIdentity): it reads only entries stored from it. */
     private readonly origin: string,
     private readonly stamps: ChangeStamps,
-    /** cache.recencyGrainMs: how finely eviction's order records last use. */
-    private readonly recencyGrainMs: number,
+    /** Entries of the LRU index's head read per round of eviction; a test makes it small. */
+    private readonly evictionHead: number,
   ) {}
 
-  static async open(pool: Pool, origin: string, stamps: ChangeStamps = new ChangeStamps(), recencyGrainMs = DEFAULT_RECENCY_GRAIN_MS): Promise<PgResponseCache> {
-    const c = new PgResponseCache(pool, origin, stamps, recencyGrainMs);
+  static async open(pool: Pool, origin: string, stamps: ChangeStamps = new ChangeStamps(), evictionHead = EVICT_BATCH): Promise<PgResponseCache> {
+    const c = new PgResponseCache(pool, origin, stamps, evictionHead);
     await c.refreshTotals();
     return c;
   }
@@ -105,17 +106,14 @@ export class PgResponseCache implements ResponseCache {
     const total = hits.reduce((a, [, h]) => a + h.n, 0);
     try {
       await inTransaction(this.pool, async (c) => {
-        // last_access only past the grain (recencyGrainAt: the larger of $4 and the horizon's
-        // share, the oldest use read once as SQLite reads it once a step), as SQLite's
-        // hit-counts.ts: an update that changes no indexed column may skip every index (a HOT
-        // update, when the row's page has room for the new version).
+        // The count and last hit only, as SQLite's hit-counts.ts: an update that changes no
+        // indexed column may skip every index (a HOT update, when the row's page has room for
+        // the new version). Eviction moves an entry hit since its place (domain/lru-order.ts).
+        // GREATEST: another replica's flush may have written a later hit.
         await c.query(
-          `WITH o AS (SELECT min(last_access) AS oldest FROM cache_entries)
-           UPDATE cache_entries e SET hits = e.hits + t.n,
-             last_access = CASE WHEN e.last_access < t.at - (CASE WHEN $4::bigint = 0 OR o.oldest IS NULL THEN $4::bigint
-               ELSE GREATEST($4::bigint, (t.at - o.oldest) / ${RECENCY_HORIZON_DIVISOR}) END) THEN t.at ELSE e.last_access END
-           FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at), o WHERE e.key = t.key`,
-          [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at), this.recencyGrainMs],
+          `UPDATE cache_entries e SET hits = e.hits + t.n, last_hit = GREATEST(e.last_hit, t.at)
+           FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at) WHERE e.key = t.key`,
+          [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at)],
         );
         await c.query("UPDATE cache_counters SET value = value + CASE name WHEN 'hits' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('hits', 'misses')", [total, misses]);
       });
@@ -159,19 +157,34 @@ export class PgResponseCache implements ResponseCache {
       }
     }
     if (this.bytes > maxBytes) {
-      // Least recently used first (stored or hit), down to 90% of the bound.
+      // Least recently used first (stored or hit), down to 90% of the bound: the head of the
+      // LRU index, an entry hit since its place there moved to its last hit instead (lruPass).
       const target = maxBytes * 0.9;
       while (this.bytes > target) {
-        const lru = await this.pool.query<{ key: string; size: string }>('SELECT key, size FROM cache_entries ORDER BY last_access, key LIMIT $1', [EVICT_BATCH]);
-        if (lru.rows.length === 0) break;
+        const head = await this.pool.query<{ id: string; placedAt: string; lastHit: string | null; size: string }>(
+          'SELECT key AS id, last_access AS "placedAt", last_hit AS "lastHit", size FROM cache_entries ORDER BY last_access, key LIMIT $1',
+          [this.evictionHead],
+        );
+        if (head.rows.length === 0) break;
+        const sizes = new Map(head.rows.map((r) => [r.id, Number(r.size)]));
+        const pass = lruPass(
+          head.rows.map((r) => ({ id: r.id, placedAt: Number(r.placedAt), lastHit: r.lastHit === null ? null : Number(r.lastHit) })),
+          head.rows.length < this.evictionHead,
+        );
+        if (pass.promote.length > 0) {
+          await this.pool.query(
+            'UPDATE cache_entries e SET last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[]) AS t(key, at) WHERE e.key = t.key',
+            [pass.promote.map(([k]) => k), pass.promote.map(([, at]) => at)],
+          );
+        }
         const keys: string[] = [];
         let bytes = this.bytes;
-        for (const r of lru.rows) {
+        for (const key of pass.victims) {
           if (bytes <= target) break;
-          keys.push(r.key);
-          bytes -= Number(r.size);
+          keys.push(key);
+          bytes -= sizes.get(key)!;
         }
-        removed += await this.deleteWhere('key = ANY ($1)', [keys]);
+        if (keys.length > 0) removed += await this.deleteWhere('key = ANY ($1)', [keys]);
       }
     }
     return removed;

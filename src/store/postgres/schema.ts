@@ -210,6 +210,10 @@ export const MIGRATIONS: readonly string[] = [
      id text PRIMARY KEY,
      at bigint NOT NULL
    )`,
+  // 13: each entry's last hit, apart from its place in the LRU index (domain/lru-order.ts): the
+  // hit-count flush writes only columns no index holds, and eviction moves an entry hit since
+  // its place was written. Nullable, no default: no table rewrite.
+  'ALTER TABLE cache_entries ADD COLUMN last_hit bigint',
 ];
 
 /** Migration 11, with the value the entries stored before it get (without a table rewrite: a column default at ADD). */

@@ -123,7 +123,7 @@ export async function openSharedParts(config: Readonly<Config>, opts: SharedOpti
     const feed = changes;
     // A command announces its changes; a server also listens for them (for when it is cut off from PostgreSQL alone).
     const announced = (beacon = new RedisChangeBeacon(redis, prefix, server ? (topic, moved) => feed.heardElsewhere(topic, moved) : null, { log, stamps }));
-    const cache = new RememberedCache(await PgResponseCache.open(cachePool, origin ?? '', stamps, config.cache.recencyGrainMs), changes, server ? config.cache.memoryMaxBytes : 0, () => announced.announce('cache'));
+    const cache = new RememberedCache(await PgResponseCache.open(cachePool, origin ?? '', stamps), changes, server ? config.cache.memoryMaxBytes : 0, () => announced.announce('cache'));
     const rates = new FallbackRateCounters(new RedisRateCounters(redis, prefix), config.limits.onStoreFailure, clock, log);
     const claims = new RedisCallClaims(redis, prefix);
     const lastUsed = new LastUsedBatcher(table, 5_000, { onWriteError: (err) => log?.warn({ err }, 'last-used times not written; kept and retried') });

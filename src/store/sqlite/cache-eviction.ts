@@ -1,16 +1,18 @@
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
 import { STORED_STATUSES } from '../../domain/cache-entry.js';
+import { lruPass, type LruCandidate } from '../../domain/lru-order.js';
 import type { CacheCounters } from './cache-counters.js';
 import type { DB } from './db.js';
 import type { HitCounts } from './hit-counts.js';
 import type { HotEntries } from './hot-entries.js';
 
 /** Entries deleted per transaction: a request never waits long behind eviction. */
-const EVICT_BATCH = 500;
+export const EVICT_BATCH = 500;
 
 /**
- * CacheStore's eviction: dead entries, then least-recently-used ones (by `access.last_access`)
- * while the cache is over its bound. Every deleted entry takes its `access` row, its pending
+ * CacheStore's eviction: dead entries, then least-recently-used ones while the cache is over its
+ * bound: the head of `access_lru`, an entry hit since its place there was written moved to its
+ * last hit instead (domain/lru-order.ts). Every deleted entry takes its `access` row, its pending
  * hit count and its copy in memory with it, and leaves the counters' size.
  */
 export class CacheEviction {
@@ -19,14 +21,18 @@ export class CacheEviction {
   private readonly deadStmt;
   private readonly accessDeleteStmt;
   private readonly accessRepairStmt;
+  private readonly promoteStmt;
 
   constructor(
     private readonly db: DB,
     private readonly counters: CacheCounters,
     private readonly counts: HitCounts,
     private readonly hot: HotEntries,
+    /** Entries of the LRU index's head read per round. */
+    private readonly headSize = EVICT_BATCH,
   ) {
-    this.lruStmt = db.prepare<[number], number>('SELECT id FROM access ORDER BY last_access LIMIT ?').pluck();
+    this.lruStmt = db.prepare<[number], LruCandidate<number>>('SELECT id, last_access AS placedAt, last_hit AS lastHit FROM access ORDER BY last_access LIMIT ?');
+    this.promoteStmt = db.prepare<[number, number]>('UPDATE access SET last_access = ? WHERE id = ?');
     this.deleteStmt = db.prepare<[number], { key: string; size: number }>('DELETE FROM entries WHERE rowid = ? RETURNING key, size');
     this.deadStmt = db
       .prepare<[string, number, number], number>(`SELECT rowid FROM entries WHERE endpoint = ? AND status = ? AND stored_at < ? LIMIT ${EVICT_BATCH}`)
@@ -52,27 +58,30 @@ export class CacheEviction {
     const target = maxBytes * 0.9;
     let repaired = false;
     while (this.counters.bytes > target) {
-      const rowids = this.lruStmt.all(EVICT_BATCH);
-      if (rowids.length === 0) {
+      const head = this.lruStmt.all(this.headSize);
+      if (head.length === 0) {
         // Entries without an `access` row (rowids renumbered by a manual VACUUM): give them one.
         if (repaired || this.accessRepairStmt.run().changes === 0) return;
         repaired = true;
         yield 0;
         continue;
       }
-      yield this.deleteRows(rowids, target, budgetMs);
+      const pass = lruPass(head, head.length < this.headSize);
+      yield this.deleteRows(pass.victims, target, budgetMs, pass.promote);
     }
   }
 
   /**
-   * Delete entries by rowid until the byte total is at most `stopAtBytes` or `budgetMs` has
-   * passed (the rest are deleted by a later step); returns how many went.
+   * Move the entries used since their place in the order (`promote`), then delete entries by
+   * rowid until the byte total is at most `stopAtBytes` or `budgetMs` has passed (the rest are
+   * deleted by a later step); returns how many went.
    */
-  private deleteRows(rowids: number[], stopAtBytes: number, budgetMs: number): number {
-    if (rowids.length === 0) return 0;
+  private deleteRows(rowids: number[], stopAtBytes: number, budgetMs: number, promote: ReadonlyArray<readonly [number, number]> = []): number {
+    if (rowids.length === 0 && promote.length === 0) return 0;
     const gone: string[] = [];
     const t0 = performance.now();
     this.db.transaction(() => {
+      for (const [rowid, lastUse] of promote) this.promoteStmt.run(lastUse, rowid);
       let bytes = 0;
       for (const [i, rowid] of rowids.entries()) {
         if (this.counters.bytes - bytes <= stopAtBytes) break;

@@ -9,8 +9,6 @@ export interface CacheStoreOptions {
    * entry charged two bytes per character of its text plus 256). 0 disables it.
    */
   memoryMaxBytes?: number;
-  /** cache.recencyGrainMs: how finely eviction's order records last use. Default DEFAULT_RECENCY_GRAIN_MS. */
-  recencyGrainMs?: number;
   /** The server's: after a failed write, puts are skipped (not stored) until it recovers. */
   gate?: WriteGate;
   /** Runs readStats()'s reads off the event loop (the server's). */
@@ -20,6 +18,8 @@ export interface CacheStoreOptions {
    * milliseconds after which it starts no further row. Defaults: MAINTENANCE_STEP.
    */
   maintenanceStep?: { rows: number; budgetMs: number };
+  /** Entries of the LRU index's head eviction reads at a time. Default EVICT_BATCH (cache-eviction.ts); a test makes it small. */
+  evictionHead?: number;
   /** The server's: hit reads on a connection of their own, a turn's sharing one transaction (turn-reads.ts). */
   turnReads?: TurnReads;
 }

@@ -31,7 +31,6 @@ export class CacheStores {
         if (!this.db.memory) this.reads = new TurnReads(this.db.name, SERVER_BUSY_TIMEOUT_MS.cache);
         this.store = new CacheStore(this.db, {
           memoryMaxBytes: config.cache.memoryMaxBytes,
-          recencyGrainMs: config.cache.recencyGrainMs,
           gate: this.gate,
           reader: opts.reader ?? undefined,
           turnReads: this.reads ?? undefined,
@@ -46,7 +45,7 @@ export class CacheStores {
       this.db = openCacheDb(config, log, { mustExist: !opts.create });
       this.gate = null;
       // A one-shot command reads each entry at most once: nothing to keep in memory.
-      this.store = new CacheStore(this.db, { memoryMaxBytes: 0, recencyGrainMs: config.cache.recencyGrainMs });
+      this.store = new CacheStore(this.db, { memoryMaxBytes: 0 });
       this.port = this.store;
     }
   }

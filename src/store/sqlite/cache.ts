@@ -4,7 +4,7 @@ import { DataVersionWatch } from './data-version.js';
 import type { DB } from './db.js';
 import { entryOf, type StoredEntry } from './cache-entry.js';
 import { prepareCacheStatements, rowEntry } from './cache-statements.js';
-import { DEFAULT_RECENCY_GRAIN_MS, replacesHeld, type CacheEntry, type NewEntry, type CacheStats } from '../../domain/cache-entry.js';
+import { replacesHeld, type CacheEntry, type NewEntry, type CacheStats } from '../../domain/cache-entry.js';
 import { HitCountWriter, HitCounts } from './hit-counts.js';
 import { DEFAULT_MEMORY_MAX_BYTES, HotEntries } from './hot-entries.js';
 import { CachePurger, type PurgeFilter } from './cache-purge.js';
@@ -67,8 +67,8 @@ export class CacheStore implements ResponseCache {
       this.counters.addSize(size - (held?.size ?? 0), held === undefined ? 1 : 0);
       return rowid;
     }).immediate;
-    this.hitWriter = new HitCountWriter(db, this.counters, this.counts, opts.recencyGrainMs ?? DEFAULT_RECENCY_GRAIN_MS);
-    this.eviction = new CacheEviction(db, this.counters, this.counts, this.hot);
+    this.hitWriter = new HitCountWriter(db, this.counters, this.counts);
+    this.eviction = new CacheEviction(db, this.counters, this.counts, this.hot, opts.evictionHead);
     this.purger = new CachePurger(db, this.counters, this.counts, this.hot);
     // Looked at before the totals are read: a commit in between only costs a re-read.
     this.dataVersion = new DataVersionWatch(db);

@@ -46,7 +46,8 @@ export class InstallationReader implements InstallationSource {
         batches<RawCacheRow, CacheRecord>(
           cacheDb,
           `SELECT e.key, e.endpoint, e.identity, e.status, e.data, e.meta, e.error_code, e.error_message, e.stored_at, e.fresh_as_of, e.credits, e.size,
-             COALESCE(a.last_access, e.last_access) AS last_access, COALESCE(a.hits, 0) AS hits,
+             -- The last use: the place in the LRU order, or the last hit when later (domain/lru-order.ts).
+             COALESCE(max(a.last_access, COALESCE(a.last_hit, a.last_access)), e.last_access) AS last_access, COALESCE(a.hits, 0) AS hits,
              (SELECT value FROM meta WHERE name = 'upstream') AS origin
            FROM entries e LEFT JOIN access a ON a.id = e.rowid`,
           n,

@@ -1,7 +1,6 @@
 import type { CacheCounters } from './cache-counters.js';
 import type { StoredEntry } from './cache-entry.js';
 import type { DB } from './db.js';
-import { recencyGrainAt } from '../../domain/cache-entry.js';
 import { sortedByRowid } from './drain-order.js';
 
 /** What a flush writes: per-row counts in rowid order, and the totals for the `counters` table. */
@@ -150,16 +149,12 @@ export class HitCounts {
 
 /** Writes HitCounts' drains into `access` and the `counters` totals, a bounded transaction at a time. */
 export class HitCountWriter {
-  /** The count and last hit time: columns no index holds, so the row alone is rewritten. */
-  private readonly countStmt;
   /**
-   * The last use eviction orders by, only when the one on record is older than the grain
-   * (DEFAULT_RECENCY_GRAIN_MS, recencyGrainAt). A statement of its own: SQLite rewrites an index
-   * entry whenever its column is SET, even to the value it had, and the row's page is cached by the first.
+   * The count and last hit time: columns no index holds, so the row alone is rewritten. The
+   * LRU index's `last_access` is left to eviction (domain/lru-order.ts): moving the entry there
+   * on each hit deleted it from a random page of the index, most of a 1M cache's flush cost.
    */
-  private readonly recencyStmt;
-  /** The oldest last use on record, for the grain's horizon: the first entry of the LRU index. */
-  private readonly oldestStmt;
+  private readonly countStmt;
   /** The rows the next step may write (nextRowsPerStep): adapts to what the last step's commit cost. */
   private rowsPerStep = Infinity;
 
@@ -167,12 +162,8 @@ export class HitCountWriter {
     private readonly db: DB,
     private readonly counters: CacheCounters,
     private readonly counts: HitCounts,
-    /** cache.recencyGrainMs. */
-    private readonly recencyGrainMs: number,
   ) {
     this.countStmt = db.prepare<[number, number, number]>('UPDATE access SET hits = hits + ?, last_hit = ? WHERE id = ?');
-    this.recencyStmt = db.prepare<[number, number, number]>('UPDATE access SET last_access = ? WHERE id = ? AND last_access < ?');
-    this.oldestStmt = db.prepare<[], { oldest: number | null }>('SELECT min(last_access) AS oldest FROM access');
   }
 
   /**
@@ -194,17 +185,12 @@ export class HitCountWriter {
     try {
       this.db
         .transaction(() => {
-          // Read once a step (an index's first entry): moves within the step only make it younger.
-          const oldest = this.recencyGrainMs === 0 ? null : this.oldestStmt.get()!.oldest;
           for (; i < d.ids.length && i - d.from < rows; i++) {
             // The clock is read every 32 rows: a row costs microseconds.
             if ((i - d.from) % 32 === 31 && performance.now() - t0 > budgetMs) break;
             const n = d.ns[i]!;
             if (n === 0) continue;
-            const id = d.ids[i]!;
-            const at = d.ats[i]!;
-            this.countStmt.run(n, at, id);
-            this.recencyStmt.run(at, id, at - recencyGrainAt(this.recencyGrainMs, oldest, at));
+            this.countStmt.run(n, d.ats[i]!, d.ids[i]!);
           }
           this.counters.addHits(d.hits, d.misses);
         })

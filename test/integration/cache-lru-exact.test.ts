@@ -1,0 +1,147 @@
+/**
+ * Eviction's order against a real cache.db: a hit writes only its count and last hit, and
+ * eviction still takes exactly the least recently used entries (stored or hit, as of the last
+ * flush), whatever the hits, re-stores, flushes in steps and the size of the index's head it
+ * reads at a time (domain/lru-order.ts).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CACHE_MIGRATIONS, CacheStore } from '../../src/store/sqlite/cache.js';
+import { openDatabase, type DB } from '../../src/store/sqlite/db.js';
+import { profileEntry } from '../helpers/cache-entries.js';
+
+/** Ids 0–7: entries of one size (one-digit ids), so that a byte bound is an entry count. */
+const ENTRIES = 8;
+const STORED_AT = 1_000;
+let dir: string;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tollgate-lru-exact-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const entry = (id: number, storedAt: number) => profileEntry(id, { storedAt, freshAsOf: storedAt });
+
+type Op =
+  | { kind: 'use'; id: number; advance: number }
+  | { kind: 'store'; id: number; advance: number }
+  | { kind: 'flush'; stepRows: number | null }
+  | { kind: 'evict'; keep: number };
+
+const advance = fc.integer({ min: 1, max: 100_000 });
+const id = fc.integer({ min: 0, max: ENTRIES - 1 });
+const op: fc.Arbitrary<Op> = fc.oneof(
+  // A hit (a get that finds the entry), or a store when it was evicted.
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('use' as const), id, advance }) },
+  // A fresh answer replaces the entry: its last use is its store, its count starts again.
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('store' as const), id, advance }) },
+  // null: one whole flush (shutdown, a report); a number: the server's steps of that many rows.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('flush' as const), stepRows: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('evict' as const), keep: fc.integer({ min: 0, max: ENTRIES - 2 }) }) },
+);
+
+/** Each stored entry's last use as eviction may know it: its store, or its last hit flushed since. */
+class Model {
+  readonly lastUse = new Map<number, number>();
+  hits = 0;
+  private pending = new Map<number, number>();
+  store(id: number, at: number): void {
+    this.lastUse.set(id, at);
+    this.pending.delete(id);
+  }
+  hit(id: number, at: number): void {
+    this.hits++;
+    this.pending.set(id, at);
+  }
+  flush(): void {
+    for (const [id, at] of this.pending) this.lastUse.set(id, at);
+    this.pending.clear();
+  }
+  /** maintain() flushes first, then deletes the least recently used down to `keep` entries. */
+  evict(keep: number): void {
+    this.flush();
+    const order = [...this.lastUse].sort((a, b) => a[1] - b[1]);
+    for (const [id] of order.slice(0, Math.max(0, order.length - keep))) this.lastUse.delete(id);
+  }
+  get stored(): number[] {
+    return [...this.lastUse.keys()].sort((a, b) => a - b);
+  }
+}
+
+describe("eviction's order", () => {
+  it('is exact LRU: the least recently used (stored or hit) go, however the hits were flushed and whatever head is read; every hit is counted', () => {
+    let run = 0;
+    fc.assert(
+      fc.property(fc.constantFrom(1, 2, 3, 500), fc.array(op, { maxLength: 40 }), (evictionHead, ops) => {
+        const db: DB = openDatabase(join(dir, `cache-${run++}.db`), CACHE_MIGRATIONS);
+        try {
+          const cache = new CacheStore(db, { memoryMaxBytes: 0, evictionHead, maintenanceStep: { rows: 3, budgetMs: Infinity } });
+          const model = new Model();
+          let now = STORED_AT;
+          for (let i = 0; i < ENTRIES; i++) {
+            cache.put(entry(i, ++now));
+            model.store(i, now);
+          }
+          const size = cache.totalBytes() / ENTRIES;
+          const storedNow = () => Array.from({ length: ENTRIES }, (_, i) => i).filter((i) => cache.get(entry(i, 0).key) !== null);
+          for (const o of ops) {
+            if (o.kind === 'use' || o.kind === 'store') {
+              now += o.advance;
+              const held = cache.get(entry(o.id, 0).key);
+              if (o.kind === 'use' && held) {
+                cache.recordHit(held, now);
+                model.hit(o.id, now);
+              } else {
+                cache.put(entry(o.id, now));
+                model.store(o.id, now);
+              }
+            } else if (o.kind === 'flush') {
+              if (o.stepRows === null) cache.flush();
+              else while (cache.flushStep(o.stepRows, Infinity));
+              model.flush();
+            } else if (model.stored.length > o.keep + 1) {
+              // Over the bound, and down to 90% of it: `keep` entries and half of one.
+              const before = model.stored.length;
+              model.evict(o.keep);
+              expect(cache.maintain(((o.keep + 0.5) * size) / 0.9, () => 0)).toBe(before - o.keep);
+              expect(storedNow()).toEqual(model.stored);
+            }
+          }
+          expect(storedNow()).toEqual(model.stored);
+          cache.flush();
+          expect(cache.stats().hits).toBe(model.hits);
+        } finally {
+          db.close();
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('writes a hit without moving its entry in the LRU index until eviction reaches it', () => {
+    const db: DB = openDatabase(join(dir, 'cache.db'), CACHE_MIGRATIONS);
+    try {
+      const cache = new CacheStore(db, { memoryMaxBytes: 0, evictionHead: 2 });
+      for (let i = 0; i < 4; i++) cache.put(entry(i, STORED_AT + i));
+      const size = cache.totalBytes() / 4;
+      cache.recordHit(cache.get(entry(0, 0).key)!, STORED_AT + 10);
+      cache.flush();
+      const place = (i: number) =>
+        db.prepare<[string], { last_access: number; last_hit: number | null }>('SELECT a.last_access, a.last_hit FROM access a JOIN entries e ON e.rowid = a.id WHERE e.key = ?').get(entry(i, 0).key);
+      // Counted, in its row; its place in the index is still its store.
+      expect(place(0)).toEqual({ last_access: STORED_AT, last_hit: STORED_AT + 10 });
+      // Down to 2.5 entries: the head read is entries 0 and 1; 0 was used after 1's place, so
+      // it moves to its hit and 1 goes; then the head is 2 and 3, and 2 goes.
+      expect(cache.maintain((2.5 * size) / 0.9, () => 0)).toBe(2);
+      expect(place(0)).toEqual({ last_access: STORED_AT + 10, last_hit: STORED_AT + 10 });
+      expect(place(1)).toBeUndefined();
+      expect(place(2)).toBeUndefined();
+      expect(place(3)).toEqual({ last_access: STORED_AT + 3, last_hit: null });
+    } finally {
+      db.close();
+    }
+  });
+});
