@@ -121,6 +121,40 @@ describe("eviction's order", () => {
     );
   });
 
+  it('stays exact when each step runs out of time after 16 moves or deletes: what is left is read again', () => {
+    const db: DB = openDatabase(join(dir, 'cache.db'), CACHE_MIGRATIONS);
+    try {
+      // Ids 10–49, one size; a head of 20, all used since their place; a budget of 0 ms: each
+      // step stops at its 16th move or delete.
+      const cache = new CacheStore(db, { memoryMaxBytes: 0, evictionHead: 20, maintenanceStep: { rows: 500, budgetMs: 0 } });
+      const ids = Array.from({ length: 40 }, (_, i) => 10 + i);
+      for (const i of ids) cache.put(entry(i, STORED_AT + i));
+      const size = cache.totalBytes() / ids.length;
+      // Ids 10–39 used after every store, in reverse order: 39 the least recently, 10 the most.
+      for (const i of ids.slice(0, 30)) cache.recordHit(cache.get(entry(i, 0).key)!, STORED_AT + 100 - i);
+      cache.flush();
+      // After each step: the rows moved so far (a moved row's place is its last hit) and deleted.
+      const movedRows = db.prepare<[], number>('SELECT id FROM access WHERE last_access = last_hit').pluck();
+      const rowCount = db.prepare<[], number>('SELECT COUNT(*) FROM access').pluck();
+      const moved = new Set<number>();
+      let rows = rowCount.get()!;
+      const perStep: number[] = [];
+      for (const _ of cache.maintainSteps((5.5 * size) / 0.9, () => 0)) {
+        const newlyMoved = movedRows.all().filter((id) => !moved.has(id));
+        for (const id of newlyMoved) moved.add(id);
+        perStep.push(newlyMoved.length + rows - (rows = rowCount.get()!));
+      }
+      // 35 go: the ten never used since their store (40–49), then the 25 used least recently (39 down to 15).
+      expect(ids.filter((i) => cache.get(entry(i, 0).key) !== null)).toEqual([10, 11, 12, 13, 14]);
+      // Every used entry moved once, when a head reached it; 16 moves or deletes at most a step.
+      expect(moved.size).toBe(30);
+      expect(perStep.reduce((a, b) => a + b, 0)).toBe(30 + 35);
+      expect(Math.max(...perStep)).toBeLessThanOrEqual(16);
+    } finally {
+      db.close();
+    }
+  });
+
   it('writes a hit without moving its entry in the LRU index until eviction reaches it', () => {
     const db: DB = openDatabase(join(dir, 'cache.db'), CACHE_MIGRATIONS);
     try {

@@ -73,20 +73,26 @@ export class CacheEviction {
 
   /**
    * Move the entries used since their place in the order (`promote`), then delete entries by
-   * rowid until the byte total is at most `stopAtBytes` or `budgetMs` has passed (the rest are
-   * deleted by a later step); returns how many went.
+   * rowid until the byte total is at most `stopAtBytes`, each until `budgetMs` has passed (what
+   * is left is read again with the next head: a victim may go whether or not a move before it
+   * was made); returns how many went.
    */
   private deleteRows(rowids: number[], stopAtBytes: number, budgetMs: number, promote: ReadonlyArray<readonly [number, number]> = []): number {
     if (rowids.length === 0 && promote.length === 0) return 0;
     const gone: string[] = [];
     const t0 = performance.now();
     this.db.transaction(() => {
-      for (const [rowid, lastUse] of promote) this.promoteStmt.run(lastUse, rowid);
+      let moved = 0;
+      for (const [rowid, lastUse] of promote) {
+        if (moved > 0 && moved % 16 === 0 && performance.now() - t0 > budgetMs) break;
+        this.promoteStmt.run(lastUse, rowid);
+        moved++;
+      }
       let bytes = 0;
       for (const [i, rowid] of rowids.entries()) {
         if (this.counters.bytes - bytes <= stopAtBytes) break;
-        // At least one row per step, so that eviction always moves on.
-        if (i > 0 && i % 16 === 0 && performance.now() - t0 > budgetMs) break;
+        // At least one move or delete per step, so that eviction always moves on.
+        if ((i > 0 || moved > 0) && i % 16 === 0 && performance.now() - t0 > budgetMs) break;
         const r = this.deleteStmt.get(rowid);
         this.accessDeleteStmt.run(rowid);
         this.counts.forget(rowid);
