@@ -186,11 +186,26 @@ export function responseCacheContract(factory: BackendFactory): void {
       other.recordHit((await other.get('key-A'))!, T0 + 30);
       other.recordHit((await other.get('key-B'))!, T0 + 31);
       await other.flush();
-      // B stored again after both hits: its use is its store, T0 + 40; A's its hit.
+      // B stored again after both hits: its use is its store, T0 + 40. A's is its hit, T0 + 30: later than C's store.
       await cache().put(entry('key-B', { storedAt: T0 + 40 }));
       const size = cache().totalBytes() / 3;
-      expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(2);
+      expect(await cache().maintain((2.5 * size) / 0.9, () => 0)).toBe(1);
+      expect(await keptOf(['A', 'B', 'C'])).toEqual(['A', 'B']);
+      expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(1);
       expect(await keptOf(['A', 'B', 'C'])).toEqual(['B']);
+    });
+
+    it('a store after the clock stepped back restarts its entry\'s use: a hit before the store no longer keeps it', async () => {
+      // A stored by a clock an hour ahead and hit then; the clock stepped back, and A was stored again.
+      await cache().put(entry('key-A', { storedAt: T0 + 3600, freshAsOf: T0 + 3600, calledAt: T0 + 3600 }));
+      cache().recordHit((await cache().get('key-A'))!, T0 + 3700);
+      await cache().flush();
+      expect(await cache().put(entry('key-A', { storedAt: T0 + 1, freshAsOf: T0, calledAt: T0 }))).toBe(true);
+      await cache().put(entry('key-B', { storedAt: T0 + 2 }));
+      const size = cache().totalBytes() / 2;
+      // Down to one entry: A, used last at its store T0 + 1, goes; its hit at T0 + 3700 was of the answer replaced.
+      expect(await cache().maintain((1.5 * size) / 0.9, () => 0)).toBe(1);
+      expect(await keptOf(['A', 'B'])).toEqual(['B']);
     });
 
     it("another process's put, replacement and purge are seen by this one's get within 2 s", async () => {

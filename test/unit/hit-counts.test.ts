@@ -27,7 +27,8 @@ describe('HitCounts', () => {
             c.hit(row(o.id), o.at);
             hits++;
             const m = model.get(o.id);
-            model.set(o.id, { n: (m?.n ?? 0) + 1, at: o.at });
+            // The latest hit, not the last counted: a clock may step back.
+            model.set(o.id, { n: (m?.n ?? 0) + 1, at: Math.max(m?.at ?? -Infinity, o.at) });
           } else if (o.t === 'miss') {
             c.miss();
             misses++;

@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { statsOf, STORED_STATUSES, type CacheEntry, type CacheStats, type NewEntry } from '../../domain/cache-entry.js';
 import { ENDPOINT_NAMES } from '../../domain/endpoints.js';
-import { lruPass } from '../../domain/lru-order.js';
+import { lastUseOf, lruPass } from '../../domain/lru-order.js';
 import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
 import { ChangeStamps } from '../change-stamps.js';
@@ -167,10 +167,9 @@ export class PgResponseCache implements ResponseCache {
         );
         if (head.rows.length === 0) break;
         const sizes = new Map(head.rows.map((r) => [r.id, Number(r.size)]));
-        const pass = lruPass(
-          head.rows.map((r) => ({ id: r.id, placedAt: Number(r.placedAt), lastHit: r.lastHit === null ? null : Number(r.lastHit) })),
-          head.rows.length < this.evictionHead,
-        );
+        const candidates = head.rows.map((r) => ({ id: r.id, placedAt: Number(r.placedAt), lastHit: r.lastHit === null ? null : Number(r.lastHit) }));
+        const uses = new Map(candidates.map((c) => [c.id, lastUseOf(c)]));
+        const pass = lruPass(candidates, head.rows.length < this.evictionHead);
         if (pass.promote.length > 0) {
           await this.pool.query(
             'UPDATE cache_entries e SET last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[]) AS t(key, at) WHERE e.key = t.key',
@@ -179,12 +178,17 @@ export class PgResponseCache implements ResponseCache {
         }
         const keys: string[] = [];
         let bytes = this.bytes;
+        let lastUse = -Infinity;
         for (const key of pass.victims) {
           if (bytes <= target) break;
           keys.push(key);
           bytes -= sizes.get(key)!;
+          lastUse = Math.max(lastUse, uses.get(key)!);
         }
-        if (keys.length > 0) removed += await this.deleteWhere('key = ANY ($1)', [keys]);
+        // Only if still unused since: another replica may have stored one again, or flushed a hit, since the head was read.
+        if (keys.length > 0) {
+          removed += await this.deleteWhere('key = ANY ($1) AND last_access <= $2 AND (last_hit IS NULL OR last_hit <= $2)', [keys, lastUse]);
+        }
       }
     }
     return removed;

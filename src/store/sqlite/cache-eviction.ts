@@ -32,7 +32,8 @@ export class CacheEviction {
     private readonly headSize = EVICT_BATCH,
   ) {
     this.lruStmt = db.prepare<[number], LruCandidate<number>>('SELECT id, last_access AS placedAt, last_hit AS lastHit FROM access ORDER BY last_access LIMIT ?');
-    this.promoteStmt = db.prepare<[number, number]>('UPDATE access SET last_access = ? WHERE id = ?');
+    // max: the row may have been stored again since the head was read (another process's put).
+    this.promoteStmt = db.prepare<[number, number]>('UPDATE access SET last_access = max(last_access, ?) WHERE id = ?');
     this.deleteStmt = db.prepare<[number], { key: string; size: number }>('DELETE FROM entries WHERE rowid = ? RETURNING key, size');
     this.deadStmt = db
       .prepare<[string, number, number], number>(`SELECT rowid FROM entries WHERE endpoint = ? AND status = ? AND stored_at < ? LIMIT ${EVICT_BATCH}`)

@@ -41,7 +41,7 @@ export class HitCounts {
     const r = this.rows.get(e.id);
     if (r) {
       r.n++;
-      r.at = at;
+      r.at = Math.max(r.at, at);
     } else this.rows.set(e.id, { n: 1, at });
   }
 
@@ -84,8 +84,10 @@ export class HitCounts {
       const rowid = this.ids[i]!;
       const at = this.ats[i]!;
       const r = this.rows.get(rowid);
-      if (r) r.n += n;
-      else this.rows.set(rowid, { n, at });
+      if (r) {
+        r.n += n;
+        r.at = Math.max(r.at, at);
+      } else this.rows.set(rowid, { n, at });
     }
     this.endDrain();
     const rows = [...this.rows].sort((a, b) => a[0] - b[0]).map(([rowid, { n, at }]) => [rowid, n, at] as const);
@@ -163,7 +165,8 @@ export class HitCountWriter {
     private readonly counters: CacheCounters,
     private readonly counts: HitCounts,
   ) {
-    this.countStmt = db.prepare<[number, number, number]>('UPDATE access SET hits = hits + ?, last_hit = ? WHERE id = ?');
+    // max: eviction orders by it, and a hit counted out of order (a clock stepped back) must not move it back.
+    this.countStmt = db.prepare<[number, number, number]>('UPDATE access SET hits = hits + ?, last_hit = max(COALESCE(last_hit, 0), ?) WHERE id = ?');
   }
 
   /**
