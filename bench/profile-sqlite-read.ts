@@ -5,7 +5,11 @@
  * CPU µs per read (user + system). The variants take one part away at a time: the row's
  * data and meta decoded into JS strings (read as their length instead), the row itself (the key
  * index alone), the per-read transaction (32 reads in one), page misses (a bigger page cache,
- * mmap). Run it under `strace -c -f` to count the system calls behind each read. Not part of
+ * mmap), and two differences from benchmark 4's SQLite anchor (bench/lib/sqlite-anchor.ts):
+ * the anchor's two columns, and no other connection committing (Tollgate's hit-count flush
+ * commits on the writing connection while the reads run, which empties the reader's page cache:
+ * here a second connection commits one `access` row every `writeEvery` reads, its own time taken
+ * off the figure). Run it under `strace -c -f` to count the system calls behind each read. Not part of
  * `npm run bench`: a tool (BENCHMARKS.md §4, "where a 1M hit's CPU goes").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,7 +28,7 @@ const COLUMNS = 'rowid, endpoint, identity, status, data, meta, error_code, erro
 /** Tollgate's hit read (src/store/sqlite/cache-statements.ts). */
 const FULL = `SELECT ${COLUMNS} FROM entries WHERE key = ?`;
 
-function variant(file: string, keys: readonly string[], name: string, o: { sql?: string; cacheKiB?: number; perTxn?: number; mmap?: number } = {}): void {
+function variant(file: string, keys: readonly string[], name: string, o: { sql?: string; cacheKiB?: number; perTxn?: number; mmap?: number; writeEvery?: number } = {}): void {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma(`cache_size = -${o.cacheKiB ?? 2048}`);
@@ -32,21 +36,31 @@ function variant(file: string, keys: readonly string[], name: string, o: { sql?:
   const stmt = db.prepare(o.sql ?? FULL).raw();
   const [begin, commit] = [db.prepare('BEGIN'), db.prepare('COMMIT')];
   const perTxn = o.perTxn ?? 1;
+  const writer = o.writeEvery ? new Database(file) : null;
+  const write = writer?.prepare<[number]>('UPDATE access SET hits = hits + 1 WHERE id = ?');
+  let writerMs = 0;
   let found = 0;
   const reads = (from: number, to: number) => {
     for (let i = from; i < to; i += perTxn) {
+      if (write && Math.floor(i / o.writeEvery!) !== Math.floor((i - perTxn) / o.writeEvery!)) {
+        const t0 = performance.now();
+        write.run(1 + (i % n));
+        writerMs += performance.now() - t0;
+      }
       if (perTxn > 1) begin.run();
       for (let j = i; j < Math.min(to, i + perTxn); j++) if (stmt.get(keys[j]!)) found++;
       if (perTxn > 1) commit.run();
     }
   };
   reads(0, WARM);
+  writerMs = 0;
   const c0 = process.cpuUsage();
   reads(WARM, WARM + READS);
   const cpu = process.cpuUsage(c0);
   db.close();
+  writer?.close();
   if (found !== WARM + READS) throw new Error(`${name}: ${WARM + READS - found} keys not found`);
-  console.log(`| ${name} | ${((cpu.user + cpu.system) / READS).toFixed(2)} | ${(cpu.system / READS).toFixed(2)} |`);
+  console.log(`| ${name} | ${((cpu.user + cpu.system - writerMs * 1000) / READS).toFixed(2)} | ${(cpu.system / READS).toFixed(2)} |`);
 }
 
 const sim = await startSimulator(SIM_KEY);
@@ -68,6 +82,10 @@ try {
   variant(file, keys, '64 MiB page cache', { cacheKiB: 65_536 });
   variant(file, keys, '64 MiB page cache, 32 reads per transaction', { cacheKiB: 65_536, perTxn: 32 });
   variant(file, keys, 'mmap (4 GiB)', { mmap: 4 * 2 ** 30 });
+  // Against the anchor: Tollgate's read as the server makes it (a turn's reads share a transaction).
+  variant(file, keys, 'the anchor\'s read: data and meta only, 32 reads per transaction', { sql: 'SELECT data, meta FROM entries WHERE key = ?', perTxn: 32 });
+  variant(file, keys, 'another connection commits a row every 400 reads, 32 reads per transaction', { perTxn: 32, writeEvery: 400 });
+  variant(file, keys, 'another connection commits a row every 64 reads, 32 reads per transaction', { perTxn: 32, writeEvery: 64 });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
