@@ -9,7 +9,7 @@
  * the anchor's two columns, and no other connection committing (Tollgate's hit-count flush
  * commits on the writing connection while the reads run, which empties the reader's page cache:
  * here a second connection commits one `access` row every `writeEvery` reads, its own time taken
- * off the figure). Run it under `strace -c -f` to count the system calls behind each read. Not part of
+ * off the total, not off the system column). Run it under `strace -c -f` to count the system calls behind each read. Not part of
  * `npm run bench`: a tool (BENCHMARKS.md §4, "where a 1M hit's CPU goes").
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -24,6 +24,9 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const entry = (id: number, storedAt: number) => profileEntry(id, { storedAt, freshAsOf: storedAt });
+/** Entry `id`'s `access` row: its place in the LRU index and its last hit (undefined once evicted). */
+const placeOf = (db: DB, id: number) =>
+  db.prepare<[string], { last_access: number; last_hit: number | null }>('SELECT a.last_access, a.last_hit FROM access a JOIN entries e ON e.rowid = a.id WHERE e.key = ?').get(entry(id, 0).key);
 
 type Op =
   | { kind: 'use'; id: number; advance: number }
@@ -170,14 +173,13 @@ describe("eviction's order", () => {
     try {
       const cache = new CacheStore(db, { memoryMaxBytes: 0 });
       for (const i of [1, 2]) cache.put(entry(i, STORED_AT + i));
-      const lastHit = (i: number) => db.prepare<[string], number | null>('SELECT a.last_hit FROM access a JOIN entries e ON e.rowid = a.id WHERE e.key = ?').pluck().get(entry(i, 0).key);
       cache.recordHit(cache.get(entry(1, 0).key)!, STORED_AT + 50);
       cache.recordHit(cache.get(entry(1, 0).key)!, STORED_AT + 20);
       cache.recordHit(cache.get(entry(2, 0).key)!, STORED_AT + 50);
       cache.flush();
       cache.recordHit(cache.get(entry(2, 0).key)!, STORED_AT + 20);
       cache.flush();
-      expect([lastHit(1), lastHit(2)]).toEqual([STORED_AT + 50, STORED_AT + 50]);
+      expect([placeOf(db, 1)?.last_hit, placeOf(db, 2)?.last_hit]).toEqual([STORED_AT + 50, STORED_AT + 50]);
     } finally {
       db.close();
     }
@@ -191,17 +193,15 @@ describe("eviction's order", () => {
       const size = cache.totalBytes() / 4;
       cache.recordHit(cache.get(entry(0, 0).key)!, STORED_AT + 10);
       cache.flush();
-      const place = (i: number) =>
-        db.prepare<[string], { last_access: number; last_hit: number | null }>('SELECT a.last_access, a.last_hit FROM access a JOIN entries e ON e.rowid = a.id WHERE e.key = ?').get(entry(i, 0).key);
       // Counted, in its row; its place in the index is still its store.
-      expect(place(0)).toEqual({ last_access: STORED_AT, last_hit: STORED_AT + 10 });
+      expect(placeOf(db, 0)).toEqual({ last_access: STORED_AT, last_hit: STORED_AT + 10 });
       // Down to 2.5 entries: the head read is entries 0 and 1; 0 was used after 1's place, so
       // it moves to its hit and 1 goes; then the head is 2 and 3, and 2 goes.
       expect(cache.maintain((2.5 * size) / 0.9, () => 0)).toBe(2);
-      expect(place(0)).toEqual({ last_access: STORED_AT + 10, last_hit: STORED_AT + 10 });
-      expect(place(1)).toBeUndefined();
-      expect(place(2)).toBeUndefined();
-      expect(place(3)).toEqual({ last_access: STORED_AT + 3, last_hit: null });
+      expect(placeOf(db, 0)).toEqual({ last_access: STORED_AT + 10, last_hit: STORED_AT + 10 });
+      expect(placeOf(db, 1)).toBeUndefined();
+      expect(placeOf(db, 2)).toBeUndefined();
+      expect(placeOf(db, 3)).toEqual({ last_access: STORED_AT + 3, last_hit: null });
     } finally {
       db.close();
     }

@@ -166,9 +166,8 @@ export class PgResponseCache implements ResponseCache {
           [this.evictionHead],
         );
         if (head.rows.length === 0) break;
-        const sizes = new Map(head.rows.map((r) => [r.id, Number(r.size)]));
-        const candidates = head.rows.map((r) => ({ id: r.id, placedAt: Number(r.placedAt), lastHit: r.lastHit === null ? null : Number(r.lastHit) }));
-        const uses = new Map(candidates.map((c) => [c.id, lastUseOf(c)]));
+        const candidates = head.rows.map((r) => ({ id: r.id, placedAt: Number(r.placedAt), lastHit: r.lastHit === null ? null : Number(r.lastHit), size: Number(r.size) }));
+        const byKey = new Map(candidates.map((c) => [c.id, c]));
         const pass = lruPass(candidates, head.rows.length < this.evictionHead);
         if (pass.promote.length > 0) {
           await this.pool.query(
@@ -181,9 +180,10 @@ export class PgResponseCache implements ResponseCache {
         let lastUse = -Infinity;
         for (const key of pass.victims) {
           if (bytes <= target) break;
+          const c = byKey.get(key)!;
           keys.push(key);
-          bytes -= sizes.get(key)!;
-          lastUse = Math.max(lastUse, uses.get(key)!);
+          bytes -= c.size;
+          lastUse = Math.max(lastUse, lastUseOf(c));
         }
         // Only if still unused since: another replica may have stored one again, or flushed a hit, since the head was read.
         if (keys.length > 0) {

@@ -7,7 +7,7 @@ import type { HitCounts } from './hit-counts.js';
 import type { HotEntries } from './hot-entries.js';
 
 /** Entries deleted per transaction: a request never waits long behind eviction. */
-export const EVICT_BATCH = 500;
+const EVICT_BATCH = 500;
 
 /**
  * CacheStore's eviction: dead entries, then least-recently-used ones while the cache is over its
