@@ -8,6 +8,7 @@ import { ChangeStamps } from '../change-stamps.js';
 import { changePayload, NOTIFY_SQL, stampPayload } from './change-feed.js';
 import { GET, PUT, sizeOf, toEntry, type Row } from './cache-rows.js';
 import { inTransaction } from './pool.js';
+import { CACHE_ENTRIES, chosenInKeyOrder, lockInKeyOrder } from './row-locks.js';
 
 export { sizeOf } from './cache-rows.js';
 
@@ -106,6 +107,7 @@ export class PgResponseCache implements ResponseCache {
     const total = hits.reduce((a, [, h]) => a + h.n, 0);
     try {
       await inTransaction(this.pool, async (c) => {
+        await lockInKeyOrder(c, CACHE_ENTRIES, hits.map(([k]) => k));
         // The count and last hit only, as SQLite's hit-counts.ts: an update that changes no
         // indexed column may skip every index (a HOT update, when the row's page has room for
         // the new version). Eviction moves an entry hit since its place (domain/lru-order.ts).
@@ -170,10 +172,13 @@ export class PgResponseCache implements ResponseCache {
         const byKey = new Map(candidates.map((c) => [c.id, c]));
         const pass = lruPass(candidates, head.rows.length < this.evictionHead);
         if (pass.promote.length > 0) {
-          await this.pool.query(
-            'UPDATE cache_entries e SET last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[]) AS t(key, at) WHERE e.key = t.key',
-            [pass.promote.map(([k]) => k), pass.promote.map(([, at]) => at)],
-          );
+          await inTransaction(this.pool, async (c) => {
+            await lockInKeyOrder(c, CACHE_ENTRIES, pass.promote.map(([k]) => k));
+            await c.query(
+              'UPDATE cache_entries e SET last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[]) AS t(key, at) WHERE e.key = t.key',
+              [pass.promote.map(([k]) => k), pass.promote.map(([, at]) => at)],
+            );
+          });
         }
         const keys: string[] = [];
         let bytes = this.bytes;
@@ -218,7 +223,7 @@ export class PgResponseCache implements ResponseCache {
   private async deleteWhere(where: string, params: unknown[]): Promise<number> {
     let n = 0;
     await inTransaction(this.pool, async (c) => {
-      const r = await c.query<{ size: string }>(`DELETE FROM cache_entries WHERE ${where} RETURNING size`, params);
+      const r = await c.query<{ size: string }>(`DELETE FROM cache_entries WHERE ${chosenInKeyOrder(CACHE_ENTRIES, where)} RETURNING size`, params);
       n = r.rows.length;
       if (n > 0) {
         await this.moveTotals(c, -r.rows.reduce((a, x) => a + Number(x.size), 0), -n);
