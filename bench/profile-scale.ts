@@ -4,8 +4,10 @@
  * `--cpu-prof` with benchmark 4's uniform load; prints, per answered request, the CPU of each of
  * the gateway's threads (the profile sees only the main thread; the checkpoint worker and
  * libuv's pool are others), the main thread by origin, by function and by Tollgate function
- * (inclusive), and the 1M − 1k difference of the functions that differ most. Not part of
- * `npm run bench`: a tool.
+ * (inclusive), and the 1M − 1k difference of the functions that differ most.
+ * `PROFILE_SCALE_ANCHOR=1` then profiles benchmark 4's SQLite anchor the same way (1k from a
+ * Map, 1M from SQLite), to set its read beside Tollgate's; `PROFILE_SCALE_PAUSED=1` runs the
+ * gateways without their maintenance pass. Not part of `npm run bench`: a tool.
  */
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +15,7 @@ import { join } from 'node:path';
 import { analyze, entryTable, monotonicUs, type Analysis } from './lib/cpuprofile.js';
 import { runLoad, SETTINGS, warmUp } from './lib/load.js';
 import { populate, profileTemplates } from './lib/populate.js';
-import { startSimulator, threadCpuSeconds } from './lib/procs.js';
+import { startBaseline, startSimulator, threadCpuSeconds } from './lib/procs.js';
 import { SIM_KEY, startStack } from './lib/stack.js';
 import { randomPaths } from './hit.js';
 
@@ -36,28 +38,54 @@ interface Run {
   a: Analysis;
 }
 
+interface Served {
+  url: string;
+  pid: number;
+  headers?: Record<string, string>;
+  /** Ends the server; its profile is written at exit. */
+  stop(): Promise<void>;
+}
+
+/** One server under `--cpu-prof` with benchmark 4's uniform load over `n` entries, profiled over the measured span. */
+async function profileServed(dir: string, n: number, start: (nodeArgs: string[]) => Promise<Served>): Promise<Run> {
+  const profDir = join(dir, `cpu-profile-${Date.now()}`);
+  const server = await start(['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+  const o = { url: server.url, serverPid: server.pid, connections: SETTINGS.connections, pathsFor: randomPaths(n, PER_CONNECTION), headers: server.headers };
+  await warmUp(o);
+  const before = threadCpu(server.pid);
+  const fromUs = monotonicUs();
+  const load = await runLoad({ ...o, durationS: DURATION_S });
+  const toUs = monotonicUs();
+  const after = threadCpu(server.pid);
+  await server.stop();
+  const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error('no .cpuprofile written');
+  const threads = [...after].map(([name, s]): [string, number] => [name, ((s - (before.get(name) ?? 0)) * 1e6) / load.requests]).sort((x, y) => y[1] - x[1]);
+  return { n, requests: load.requests, rps: load.rps, cpuUs: load.cpuUsPerRequest, threads, a: analyze(join(profDir, file), 400, { fromUs, toUs }) };
+}
+
 async function profileSize(dir: string, n: number): Promise<Run> {
   const configFile = join(dir, 'bench.yaml');
-  writeFileSync(configFile, 'cache:\n  maxBytes: 8589934592\n');
+  // PROFILE_SCALE_PAUSED=1: no maintenance pass (no hit-count flush, so no commits to cache.db), as benchmark 4's diagnostic row.
+  const pause = process.env.PROFILE_SCALE_PAUSED === '1' ? '  maintenanceIntervalMs: 3600000\n' : '';
+  writeFileSync(configFile, `cache:\n  maxBytes: 8589934592\n${pause}`);
   const stack = await startStack({ dir, configFile });
   try {
-    const profDir = join(dir, `cpu-profile-${Date.now()}`);
-    const gw = await stack.restartGateway(['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
-    const o = { url: gw.url, serverPid: gw.pid, connections: SETTINGS.connections, pathsFor: randomPaths(n, PER_CONNECTION), headers: stack.auth };
-    await warmUp(o);
-    const before = threadCpu(gw.pid);
-    const fromUs = monotonicUs();
-    const load = await runLoad({ ...o, durationS: DURATION_S });
-    const toUs = monotonicUs();
-    const after = threadCpu(gw.pid);
-    await gw.stop(); // the profile is written at exit
-    const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-    if (!file) throw new Error('no .cpuprofile written');
-    const threads = [...after].map(([name, s]): [string, number] => [name, ((s - (before.get(name) ?? 0)) * 1e6) / load.requests]).sort((x, y) => y[1] - x[1]);
-    return { n, requests: load.requests, rps: load.rps, cpuUs: load.cpuUsPerRequest, threads, a: analyze(join(profDir, file), 400, { fromUs, toUs }) };
+    return await profileServed(dir, n, async (nodeArgs) => {
+      const gw = await stack.restartGateway(nodeArgs);
+      return { url: gw.url, pid: gw.pid, headers: stack.auth, stop: () => gw.stop() };
+    });
   } finally {
     await stack.close();
   }
+}
+
+/** The SQLite anchor of benchmark 4 (bench/lib/sqlite-anchor.ts) over the same cache.db, from SQLite or from a Map. */
+function profileAnchor(dir: string, n: number, from: 'sqlite' | 'memory'): Promise<Run> {
+  return profileServed(dir, n, async (nodeArgs) => {
+    const a = await startBaseline('-', `${from}:${join(dir, 'cache.db')}`, nodeArgs);
+    return { url: a.url, pid: a.pid, stop: () => a.stop() };
+  });
 }
 
 function print(r: Run): void {
@@ -95,6 +123,16 @@ try {
   print(small);
   print(large);
   diff(small, large);
+  if (process.env.PROFILE_SCALE_ANCHOR === '1') {
+    // The anchor as benchmark 4 measures it (1k from a Map, 1M from SQLite), in the same
+    // session: what the read costs inside a server that does nothing else, under the same profiler.
+    const anchorSmall = await profileAnchor(dirs[0], 1_000, 'memory');
+    const anchorLarge = await profileAnchor(dirs[1], 1_000_000, 'sqlite');
+    console.log('\n# The SQLite anchor');
+    print(anchorSmall);
+    print(anchorLarge);
+    diff(anchorSmall, anchorLarge);
+  }
 } finally {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }
