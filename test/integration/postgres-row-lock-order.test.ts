@@ -126,6 +126,35 @@ describe('row locks across replicas', () => {
     expect((await poolA.query('SELECT count(*)::int AS n FROM cache_entries WHERE key = ANY ($1)', [[lo, hi]])).rows).toEqual([{ n: 0 }]);
   });
 
+  it('an eviction deletes in key order, not in the LRU index\'s, and moves in key order too', async () => {
+    for (const hitFirst of [false, true]) {
+      const db = await database();
+      const [poolA, poolB] = [db.pool(), db.pool()];
+      const { cache: a, lo, hi } = await cacheWithTwo(poolA);
+      // Stored again, the other way round: in the LRU index `hi` comes first now, in key order `lo`.
+      await a.put(profileEntry(2, { storedAt: 30 }));
+      await a.put(profileEntry(1, { storedAt: 40 }));
+      if (hitFirst) {
+        // Both hit after every place in the head: eviction moves them past it (in the head's
+        // order, before) and deletes filler instead.
+        await hit(a, hi, 3_000_000);
+        await hit(a, lo, 3_000_000);
+        await a.flush();
+      }
+      const b = await PgResponseCache.open(poolB, ORIGIN);
+      await hit(b, lo, 3_000_100);
+      await hit(b, hi, 3_000_100);
+      const holder = await holdRow(db.url, 'cache_entries', 'key', hi);
+      const evict = a.maintain(a.totalBytes() / 4 / 0.9, () => 0);
+      await waiters(poolA, 1);
+      const flushB = b.flush();
+      await waiters(poolA, 2);
+      await holder.release();
+      const settled = await Promise.allSettled([evict, flushB]);
+      expect(settled.map((x) => x.status)).toEqual(['fulfilled', 'fulfilled']);
+    }
+  });
+
   it('two replicas writing the same keys\' last use in opposite orders both commit', async () => {
     const db = await database();
     const [poolA, poolB] = [db.pool(), db.pool()];

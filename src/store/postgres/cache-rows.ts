@@ -31,6 +31,22 @@ const COLUMNS = 'key, endpoint, identity, status, data, meta, error_code, error_
 export const GET = `SELECT ${COLUMNS} FROM cache_entries WHERE key = $1 AND origin = $2`;
 
 /**
+ * Two rows of cache_counters moved in one statement, as WITH items: `first` locked before
+ * `second` whatever the plan, for `second`'s UPDATE waits on `first`'s through a condition
+ * evaluated before it reads a row. One UPDATE of both rows locked them in the heap's order,
+ * which every update changes (a new row version), so two concurrent writers (two misses'
+ * stores, on one replica too) took them in opposite orders and deadlocked. `by`: SQL for the
+ * amount each moves by. Each writer also locks any cache_entries rows it writes before these.
+ */
+export function countersInOrder(first: { name: string; by: string }, second: { name: string; by: string }): string {
+  return `first_counter AS (UPDATE cache_counters SET value = value + ${first.by} WHERE name = '${first.name}' RETURNING name, value),
+  second_counter AS (UPDATE cache_counters SET value = value + ${second.by} WHERE name = '${second.name}' AND (SELECT count(*) FROM first_counter) >= 0 RETURNING name, value)`;
+}
+
+/** The rows countersInOrder moved, (name, value), as a FROM item. */
+export const MOVED_COUNTERS = '(SELECT name, value FROM first_counter UNION ALL SELECT name, value FROM second_counter) AS moved';
+
+/**
  * Store an entry, move the totals and notify the replicas, in one statement (PgResponseCache.put
  * says why). Parameters: the entry's columns in COLUMNS' order, the notification's payload, the
  * entry's origin, when its provider call began, then whether it is a live answer (stored now, not
@@ -51,12 +67,11 @@ export const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 F
       OR cache_entries.fresh_as_of IS NULL
       OR excluded.fresh_as_of >= cache_entries.fresh_as_of
     RETURNING (xmax = 0) AS inserted),
-  totals AS (
-    UPDATE cache_counters SET value = value + CASE name
-      WHEN 'bytes' THEN COALESCE((SELECT $12::bigint - COALESCE((SELECT size FROM old), 0) FROM stored), 0)
-      ELSE COALESCE((SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored), 0) END
-    WHERE name IN ('bytes', 'entries') RETURNING name, value)
-  SELECT name, value, pg_notify('${CHANGES_CHANNEL}', $13), EXISTS (SELECT 1 FROM stored) AS stored FROM totals`;
+  ${countersInOrder(
+    { name: 'bytes', by: 'COALESCE((SELECT $12::bigint - COALESCE((SELECT size FROM old), 0) FROM stored), 0)' },
+    { name: 'entries', by: 'COALESCE((SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored), 0)' },
+  )}
+  SELECT name, value, pg_notify('${CHANGES_CHANNEL}', $13), EXISTS (SELECT 1 FROM stored) AS stored FROM ${MOVED_COUNTERS}`;
 
 /** Bytes of the stored text plus a fixed allowance for the row's other columns and index entries (as the embedded cache counts). */
 export function sizeOf(e: NewEntry): number {

@@ -6,9 +6,10 @@ import type { PurgeFilter } from '../../domain/purge-filter.js';
 import type { ResponseCache } from '../ports.js';
 import { ChangeStamps } from '../change-stamps.js';
 import { changePayload, NOTIFY_SQL, stampPayload } from './change-feed.js';
-import { GET, PUT, sizeOf, toEntry, type Row } from './cache-rows.js';
+import { countersInOrder, GET, MOVED_COUNTERS, PUT, sizeOf, toEntry, type Row } from './cache-rows.js';
 import { inTransaction } from './pool.js';
-import { CACHE_ENTRIES, chosenInKeyOrder, lockInKeyOrder } from './row-locks.js';
+import { deleteInBatches } from './cache-deletes.js';
+import { CACHE_ENTRIES, chosenInKeyOrder } from './row-locks.js';
 
 export { sizeOf } from './cache-rows.js';
 
@@ -107,17 +108,17 @@ export class PgResponseCache implements ResponseCache {
     const total = hits.reduce((a, [, h]) => a + h.n, 0);
     try {
       await inTransaction(this.pool, async (c) => {
-        await lockInKeyOrder(c, CACHE_ENTRIES, hits.map(([k]) => k));
         // The count and last hit only, as SQLite's hit-counts.ts: an update that changes no
         // indexed column may skip every index (a HOT update, when the row's page has room for
         // the new version). Eviction moves an entry hit since its place (domain/lru-order.ts).
-        // GREATEST: another replica's flush may have written a later hit.
+        // GREATEST: another replica's flush may have written a later hit. Locked in key order
+        // (row-locks.ts), then the counters in theirs.
         await c.query(
           `UPDATE cache_entries e SET hits = e.hits + t.n, last_hit = GREATEST(e.last_hit, t.at)
-           FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at) WHERE e.key = t.key`,
+           FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(key, n, at) WHERE e.key = t.key AND e.${chosenInKeyOrder(CACHE_ENTRIES, 'key = ANY ($1)')}`,
           [hits.map(([k]) => k), hits.map(([, h]) => h.n), hits.map(([, h]) => h.at)],
         );
-        await c.query("UPDATE cache_counters SET value = value + CASE name WHEN 'hits' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('hits', 'misses')", [total, misses]);
+        await c.query(`WITH ${countersInOrder({ name: 'hits', by: '$1::bigint' }, { name: 'misses', by: '$2::bigint' })} SELECT 1`, [total, misses]);
       });
     } catch (err) {
       for (const [k, h] of hits) this.recordHitCount(k, h);
@@ -172,13 +173,11 @@ export class PgResponseCache implements ResponseCache {
         const byKey = new Map(candidates.map((c) => [c.id, c]));
         const pass = lruPass(candidates, head.rows.length < this.evictionHead);
         if (pass.promote.length > 0) {
-          await inTransaction(this.pool, async (c) => {
-            await lockInKeyOrder(c, CACHE_ENTRIES, pass.promote.map(([k]) => k));
-            await c.query(
-              'UPDATE cache_entries e SET last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[]) AS t(key, at) WHERE e.key = t.key',
-              [pass.promote.map(([k]) => k), pass.promote.map(([, at]) => at)],
-            );
-          });
+          await this.pool.query(
+            `UPDATE cache_entries e SET last_access = GREATEST(e.last_access, t.at) FROM unnest($1::text[], $2::bigint[]) AS t(key, at)
+             WHERE e.key = t.key AND e.${chosenInKeyOrder(CACHE_ENTRIES, 'key = ANY ($1)')}`,
+            [pass.promote.map(([k]) => k), pass.promote.map(([, at]) => at)],
+          );
         }
         const keys: string[] = [];
         let bytes = this.bytes;
@@ -220,18 +219,13 @@ export class PgResponseCache implements ResponseCache {
     } else this.hits.set(key, h);
   }
 
-  private async deleteWhere(where: string, params: unknown[]): Promise<number> {
-    let n = 0;
-    await inTransaction(this.pool, async (c) => {
-      const r = await c.query<{ size: string }>(`DELETE FROM cache_entries WHERE ${chosenInKeyOrder(CACHE_ENTRIES, where)} RETURNING size`, params);
-      n = r.rows.length;
-      if (n > 0) {
-        await this.moveTotals(c, -r.rows.reduce((a, x) => a + Number(x.size), 0), -n);
-        await c.query(NOTIFY_SQL, [changePayload('cache')]);
-        await c.query(NOTIFY_SQL, [stampPayload(this.stamps.next('cache'))]);
-      }
+  /** Delete what `where` chooses, in batches (cache-deletes.ts), each moving the totals and telling the replicas to forget. */
+  private deleteWhere(where: string, params: unknown[]): Promise<number> {
+    return deleteInBatches(this.pool, where, params, async (c, gone) => {
+      await this.moveTotals(c, -gone.bytes, -gone.n);
+      await c.query(NOTIFY_SQL, [changePayload('cache')]);
+      await c.query(NOTIFY_SQL, [stampPayload(this.stamps.next('cache'))]);
     });
-    return n;
   }
 
   /** The totals as a statement that moved them left them. */
@@ -243,7 +237,7 @@ export class PgResponseCache implements ResponseCache {
   /** Inside a writing transaction: move the stored totals and mirror them as written. */
   private async moveTotals(c: PoolClient, bytes: number, entries: number): Promise<void> {
     const r = await c.query<{ name: string; value: string }>(
-      "UPDATE cache_counters SET value = value + CASE name WHEN 'bytes' THEN $1::bigint ELSE $2::bigint END WHERE name IN ('bytes', 'entries') RETURNING name, value",
+      `WITH ${countersInOrder({ name: 'bytes', by: '$1::bigint' }, { name: 'entries', by: '$2::bigint' })} SELECT name, value FROM ${MOVED_COUNTERS}`,
       [bytes, entries],
     );
     this.mirror(r.rows);

@@ -7,7 +7,7 @@ import type { PgAudit } from './audit.js';
 import { ChangeStamps } from '../change-stamps.js';
 import { CHANGES_CHANNEL, stampPayload } from './change-feed.js';
 import { inTransaction } from './pool.js';
-import { API_KEYS, lockInKeyOrder } from './row-locks.js';
+import { API_KEYS, chosenInKeyOrder } from './row-locks.js';
 
 interface Row {
   id: string;
@@ -138,14 +138,13 @@ export class PgKeys implements Keys {
     return r.length > 0;
   }
 
-  /** Last-used times of many keys in one transaction (the sink of store/last-used.ts's batches). */
+  /** Last-used times of many keys in one statement (the sink of store/last-used.ts's batches). */
   async touchAll(lastUsed: ReadonlyMap<string, number>): Promise<void> {
-    const ids = [...lastUsed.keys()];
-    // Locked in id order first (row-locks.ts): replicas touching the same keys never deadlock.
-    await inTransaction(this.pool, async (c) => {
-      await lockInKeyOrder(c, API_KEYS, ids);
-      await c.query('UPDATE api_keys k SET last_used_at = t.at FROM unnest($1::text[], $2::bigint[]) AS t(id, at) WHERE k.id = t.id', [ids, [...lastUsed.values()]]);
-    });
+    // Locked in id order (row-locks.ts): replicas touching the same keys never deadlock.
+    await this.pool.query(
+      `UPDATE api_keys k SET last_used_at = t.at FROM unnest($1::text[], $2::bigint[]) AS t(id, at) WHERE k.id = t.id AND k.${chosenInKeyOrder(API_KEYS, 'id = ANY ($1)')}`,
+      [[...lastUsed.keys()], [...lastUsed.values()]],
+    );
   }
 
   /**

@@ -1,5 +1,3 @@
-import type { PoolClient } from 'pg';
-
 /**
  * Rows of one table locked in one order, their key's, by every writer that locks more than one.
  *
@@ -10,23 +8,23 @@ import type { PoolClient } from 'pg';
  * flushing hits on the same entries, or one flushing while another evicts them, could meet in
  * opposite orders.
  */
-export type LockedTable = { table: 'cache_entries'; key: 'key' } | { table: 'api_keys'; key: 'id' };
-
-export const CACHE_ENTRIES: LockedTable = { table: 'cache_entries', key: 'key' };
-export const API_KEYS: LockedTable = { table: 'api_keys', key: 'id' };
-
-/**
- * Inside a transaction, before a statement that writes these rows: lock them, sorted, so the
- * statement then touches only rows this transaction already holds. One row comes back.
- */
-export async function lockInKeyOrder(c: PoolClient, t: LockedTable, keys: readonly string[]): Promise<void> {
-  await c.query(`SELECT count(*) FROM (SELECT 1 FROM ${t.table} WHERE ${t.key} = ANY ($1) ORDER BY ${t.key} FOR UPDATE) AS locked`, [keys]);
+export interface LockedTable {
+  readonly table: 'cache_entries' | 'api_keys';
+  readonly key: 'key' | 'id';
+  /** The order of the locks: cache keys in the primary key's own (no sort), key ids bytewise as teams.ts locks them. */
+  readonly order: string;
 }
 
+export const CACHE_ENTRIES: LockedTable = { table: 'cache_entries', key: 'key', order: 'key' };
+export const API_KEYS: LockedTable = { table: 'api_keys', key: 'id', order: 'id COLLATE "C"' };
+
 /**
- * A DELETE's condition: the rows `where` chooses, locked in key order by the subquery before
- * the DELETE reaches them (it deletes only rows the subquery returned, each already locked).
+ * A writing statement's condition: the rows `where` chooses, locked in key order by the
+ * subquery before the statement reaches them. Whatever the plan, the statement writes only rows
+ * the subquery returned, each already locked, so the locks are taken in the subquery's order.
+ * One statement, one snapshot: a row stored again between a separate lock and the write could
+ * not escape the order. `limit`: at most that many rows (a batch).
  */
-export function chosenInKeyOrder(t: LockedTable, where: string): string {
-  return `${t.key} IN (SELECT ${t.key} FROM ${t.table} WHERE ${where} ORDER BY ${t.key} FOR UPDATE)`;
+export function chosenInKeyOrder(t: LockedTable, where: string, limit?: number): string {
+  return `${t.key} IN (SELECT ${t.key} FROM ${t.table} WHERE ${where} ORDER BY ${t.order}${limit ? ` LIMIT ${limit}` : ''} FOR UPDATE)`;
 }

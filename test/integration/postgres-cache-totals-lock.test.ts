@@ -1,0 +1,120 @@
+/**
+ * The shared cache's totals (cache_counters) are moved two rows at a time, and each writer locks
+ * the two in one order (store/postgres/cache-rows.ts countersInOrder). One UPDATE of both locked
+ * them in the heap's order, which every update changes: two misses' stores, even on one replica,
+ * took them in opposite orders and deadlocked. Each case puts the second row first in the heap,
+ * holds the first, and checks the writer waiting for it holds no other. Also: a purge deletes in
+ * batches, each short of the statement timeout however many entries go.
+ */
+import pg, { type Pool } from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PgResponseCache } from '../../src/store/postgres/cache.js';
+import { openPool } from '../../src/store/postgres/pool.js';
+import { migrate } from '../../src/store/postgres/schema.js';
+import { profileEntry } from '../helpers/cache-entries.js';
+import { freshDatabase } from '../helpers/postgres.js';
+
+const ORIGIN = 'https://provider.example (network example.net)';
+
+describe('the shared cache totals', () => {
+  const ends: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const end of ends.splice(0).reverse()) await end();
+  });
+
+  async function database(opts: { statementTimeoutMs?: number } = {}): Promise<{ url: string; pool: Pool }> {
+    const db = await freshDatabase();
+    ends.push(db.drop);
+    const pool = openPool(db.url, { max: 3, ...opts });
+    ends.push(() => pool.end());
+    await migrate(pool);
+    return { url: db.url, pool };
+  }
+
+  async function session(url: string): Promise<pg.Client> {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    ends.push(() => c.end());
+    return c;
+  }
+
+  async function waitingOnLock(pool: Pool): Promise<void> {
+    for (let i = 0; i < 500; i++) {
+      const r = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+      if (r.rows[0]!.n > 0) return;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    throw new Error('no session waited on a lock');
+  }
+
+  /**
+   * `write` started while another session holds counter `first`, after `first` was given a new
+   * row version (so a scan meets `second` first): whether `second` could still be locked by a
+   * third session while the writer waited. Then the holder lets go and the write ends.
+   */
+  async function secondFreeWhileFirstHeld(db: { url: string; pool: Pool }, first: string, second: string, write: () => Promise<unknown>): Promise<boolean> {
+    // Renamed away and back: two updates of an indexed column, so `first`'s new version is not
+    // a HOT one and its index entry points after `second` in the heap as well.
+    await db.pool.query("UPDATE cache_counters SET name = name || '.' WHERE name = $1", [first]);
+    await db.pool.query("UPDATE cache_counters SET name = $1 WHERE name = $1 || '.'", [first]);
+    const holder = await session(db.url);
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM cache_counters WHERE name = $1 FOR UPDATE', [first]);
+    const writing = write();
+    await waitingOnLock(db.pool);
+    const probe = await session(db.url);
+    await probe.query('BEGIN');
+    const free = await probe.query('SELECT 1 FROM cache_counters WHERE name = $1 FOR UPDATE NOWAIT', [second]).then(
+      () => true,
+      (err: { code?: string }) => (err.code === '55P03' ? false : Promise.reject(err)),
+    );
+    await probe.query('ROLLBACK');
+    await holder.query('COMMIT');
+    await writing;
+    return free;
+  }
+
+  it('a store locks the byte total before the entry count, whatever their order in the heap', async () => {
+    const db = await database();
+    const cache = await PgResponseCache.open(db.pool, ORIGIN);
+    expect(await secondFreeWhileFirstHeld(db, 'bytes', 'entries', () => cache.put(profileEntry(1)))).toBe(true);
+    expect(cache.entryCount()).toBe(1);
+  });
+
+  it('a deletion locks the byte total before the entry count, whatever their order in the heap', async () => {
+    const db = await database();
+    const cache = await PgResponseCache.open(db.pool, ORIGIN);
+    await cache.put(profileEntry(1));
+    expect(await secondFreeWhileFirstHeld(db, 'bytes', 'entries', () => cache.purge({ all: true }))).toBe(true);
+    expect([cache.entryCount(), cache.totalBytes()]).toEqual([0, 0]);
+  });
+
+  it('a hit-count flush locks the hit total before the miss total, whatever their order in the heap', async () => {
+    const db = await database();
+    const cache = await PgResponseCache.open(db.pool, ORIGIN);
+    await cache.put(profileEntry(1));
+    cache.recordHit((await cache.get(profileEntry(1).key))!, 5_000);
+    cache.recordMiss();
+    expect(await secondFreeWhileFirstHeld(db, 'hits', 'misses', () => cache.flush())).toBe(true);
+    expect((await cache.readStats()).hits).toBe(1);
+  });
+
+  it('a purge of more entries than one batch deletes them all, each batch within a short statement timeout', async () => {
+    const db = await database();
+    await db.pool.query(
+      `INSERT INTO cache_entries (key, endpoint, identity, status, stored_at, credits, size, last_access, origin)
+       SELECT 'profile|p:' || g, 'profile', 'p:' || g, 200, g, 1, 100, g, $1 FROM generate_series(1, 200000) AS g`,
+      [ORIGIN],
+    );
+    await db.pool.query("UPDATE cache_counters SET value = CASE name WHEN 'bytes' THEN 20000000 ELSE 200000 END WHERE name IN ('bytes', 'entries')");
+    await db.pool.query('ANALYZE cache_entries');
+    // Locking 200,000 entries in key order and deleting them in one statement took ~0.8 s here
+    // (a whole 1M-entry cache outlasted the default 5 s); a batch of 5,000 takes ~30-40 ms.
+    const short = openPool(db.url, { max: 1, statementTimeoutMs: 250 });
+    ends.push(() => short.end());
+    const cache = await PgResponseCache.open(short, ORIGIN);
+    expect(await cache.purge({ all: true })).toBe(200_000);
+    expect((await db.pool.query('SELECT count(*)::int AS n FROM cache_entries')).rows).toEqual([{ n: 0 }]);
+    expect([cache.entryCount(), cache.totalBytes()]).toEqual([0, 0]);
+  });
+});
