@@ -129,7 +129,7 @@ export class PgResponseCache implements ResponseCache {
 
   async purge(filter: PurgeFilter): Promise<number> {
     const where = filter.all
-      ? { sql: 'TRUE', params: [] as string[] }
+      ? { sql: null, params: [] as string[] }
       : filter.identity && filter.endpoint
         ? { sql: 'identity = $1 AND endpoint = $2', params: [filter.identity, filter.endpoint] }
         : filter.identity
@@ -220,7 +220,7 @@ export class PgResponseCache implements ResponseCache {
   }
 
   /** Delete what `where` chooses, in batches (cache-deletes.ts), each moving the totals and telling the replicas to forget. */
-  private deleteWhere(where: string, params: unknown[]): Promise<number> {
+  private deleteWhere(where: string | null, params: unknown[]): Promise<number> {
     return deleteInBatches(this.pool, where, params, async (c, gone) => {
       await this.moveTotals(c, -gone.bytes, -gone.n);
       await c.query(NOTIFY_SQL, [changePayload('cache')]);
