@@ -46,6 +46,12 @@ export function countersInOrder(first: { name: string; by: string }, second: { n
 /** The rows countersInOrder moved, (name, value), as a FROM item. */
 export const MOVED_COUNTERS = '(SELECT name, value FROM first_counter UNION ALL SELECT name, value FROM second_counter) AS moved';
 
+/** What a store moves the totals by: the byte total by the size stored less the size replaced, the count by one if the entry is new. */
+export const STORE_MOVES = [
+  { name: 'bytes', by: 'COALESCE((SELECT $12::bigint - COALESCE((SELECT size FROM old), 0) FROM stored), 0)' },
+  { name: 'entries', by: 'COALESCE((SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored), 0)' },
+] as const;
+
 /**
  * Store an entry, move the totals and notify the replicas, in one statement (PgResponseCache.put
  * says why). Parameters: the entry's columns in COLUMNS' order, the notification's payload, the
@@ -67,10 +73,7 @@ export const PUT = `WITH old AS (SELECT size FROM cache_entries WHERE key = $1 F
       OR cache_entries.fresh_as_of IS NULL
       OR excluded.fresh_as_of >= cache_entries.fresh_as_of
     RETURNING (xmax = 0) AS inserted),
-  ${countersInOrder(
-    { name: 'bytes', by: 'COALESCE((SELECT $12::bigint - COALESCE((SELECT size FROM old), 0) FROM stored), 0)' },
-    { name: 'entries', by: 'COALESCE((SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored), 0)' },
-  )}
+  ${countersInOrder(...STORE_MOVES)}
   SELECT name, value, pg_notify('${CHANGES_CHANNEL}', $13), EXISTS (SELECT 1 FROM stored) AS stored FROM ${MOVED_COUNTERS}`;
 
 /** Bytes of the stored text plus a fixed allowance for the row's other columns and index entries (as the embedded cache counts). */
