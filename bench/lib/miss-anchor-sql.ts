@@ -64,7 +64,8 @@ export const SETTLE = `WITH ended AS (DELETE FROM ${SCHEMA}.reservations WHERE r
   SELECT count(*)::int AS inserted FROM written`;
 
 /**
- * The answer stored (upsert), the cache's totals moved and the replicas told, in one
+ * The answer stored (upsert), the cache's totals moved (bytes, then entries: two stores at once
+ * lock them in one order, as Tollgate's countersInOrder) and the replicas told, in one
  * statement, on a connection with synchronous_commit=off (what can be fetched again).
  * $1 key, $2 identity, $3 data, $4 meta, $5 stored_at, $6 credits, $7 size, $8 origin.
  */
@@ -78,12 +79,13 @@ export const CACHE_PUT = `WITH old AS (SELECT size FROM ${SCHEMA}.cache_entries 
       last_access = excluded.stored_at, origin = excluded.origin, hits = 0
     WHERE excluded.stored_at >= cache_entries.stored_at
     RETURNING (xmax = 0) AS inserted),
-  totals AS (
-    UPDATE ${SCHEMA}.cache_counters SET value = value + CASE name
-      WHEN 'bytes' THEN COALESCE((SELECT $7::bigint - COALESCE((SELECT size FROM old), 0) FROM stored), 0)
-      ELSE COALESCE((SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored), 0) END
-    WHERE name IN ('bytes', 'entries') RETURNING name, value)
-  SELECT name, value, pg_notify('${SCHEMA}_changes', $1) FROM totals`;
+  bytes AS (
+    UPDATE ${SCHEMA}.cache_counters SET value = value + COALESCE((SELECT $7::bigint - COALESCE((SELECT size FROM old), 0) FROM stored), 0)
+    WHERE name = 'bytes' RETURNING name, value),
+  entries AS (
+    UPDATE ${SCHEMA}.cache_counters SET value = value + COALESCE((SELECT CASE WHEN inserted THEN 1 ELSE 0 END FROM stored), 0)
+    WHERE name = 'entries' AND (SELECT count(*) FROM bytes) >= 0 RETURNING name, value)
+  SELECT name, value, pg_notify('${SCHEMA}_changes', $1) FROM (SELECT * FROM bytes UNION ALL SELECT * FROM entries) AS totals`;
 
 /**
  * Count one request in the key's window unless it has reached its limit, atomically (Tollgate's
