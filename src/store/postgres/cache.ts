@@ -8,7 +8,7 @@ import { ChangeStamps } from '../change-stamps.js';
 import { changePayload, NOTIFY_SQL, stampPayload } from './change-feed.js';
 import { countersInOrder, GET, MOVED_COUNTERS, PUT, sizeOf, toEntry, type Row } from './cache-rows.js';
 import { inTransaction } from './pool.js';
-import { deleteInBatches } from './cache-deletes.js';
+import { deleteInBatches, type Choice } from './cache-deletes.js';
 import { CACHE_ENTRIES, chosenInKeyOrder } from './row-locks.js';
 
 export { sizeOf } from './cache-rows.js';
@@ -128,17 +128,17 @@ export class PgResponseCache implements ResponseCache {
   }
 
   async purge(filter: PurgeFilter): Promise<number> {
-    const where = filter.all
-      ? { sql: null, params: [] as string[] }
+    // Each read through its index (identity's, or the expiry's: endpoint, status, stored_at), in its order.
+    const choice: Choice | null = filter.all
+      ? { kind: 'all' }
       : filter.identity && filter.endpoint
-        ? { sql: 'identity = $1 AND endpoint = $2', params: [filter.identity, filter.endpoint] }
+        ? { kind: 'indexed', where: 'identity = $1 AND endpoint = $2', params: [filter.identity, filter.endpoint], order: 'endpoint' }
         : filter.identity
-          ? { sql: 'identity = $1', params: [filter.identity] }
+          ? { kind: 'indexed', where: 'identity = $1', params: [filter.identity], order: 'endpoint' }
           : filter.endpoint
-            ? { sql: 'endpoint = $1', params: [filter.endpoint] }
+            ? { kind: 'indexed', where: 'endpoint = $1', params: [filter.endpoint], order: 'status, stored_at' }
             : null;
-    if (!where) return 0;
-    return this.deleteWhere(where.sql, where.params);
+    return choice ? this.deleteWhere(choice) : 0;
   }
 
   async readStats(): Promise<CacheStats> {
@@ -156,7 +156,8 @@ export class PgResponseCache implements ResponseCache {
     let removed = 0;
     for (const endpoint of ENDPOINT_NAMES) {
       for (const status of STORED_STATUSES) {
-        removed += await this.deleteWhere('endpoint = $1 AND status = $2 AND stored_at < $3', [endpoint, status, deadBefore(endpoint, status)]);
+        const params = [endpoint, status, deadBefore(endpoint, status)];
+        removed += await this.deleteWhere({ kind: 'indexed', where: 'endpoint = $1 AND status = $2 AND stored_at < $3', params, order: 'stored_at' });
       }
     }
     if (this.bytes > maxBytes) {
@@ -191,7 +192,7 @@ export class PgResponseCache implements ResponseCache {
         }
         // Only if still unused since: another replica may have stored one again, or flushed a hit, since the head was read.
         if (keys.length > 0) {
-          removed += await this.deleteWhere('key = ANY ($1) AND last_access <= $2 AND (last_hit IS NULL OR last_hit <= $2)', [keys, lastUse]);
+          removed += await this.deleteWhere({ kind: 'few', where: 'key = ANY ($1) AND last_access <= $2 AND (last_hit IS NULL OR last_hit <= $2)', params: [keys, lastUse] });
         }
       }
     }
@@ -219,9 +220,9 @@ export class PgResponseCache implements ResponseCache {
     } else this.hits.set(key, h);
   }
 
-  /** Delete what `where` chooses, in batches (cache-deletes.ts), each moving the totals and telling the replicas to forget. */
-  private deleteWhere(where: string | null, params: unknown[]): Promise<number> {
-    return deleteInBatches(this.pool, where, params, async (c, gone) => {
+  /** Delete what `choice` takes, in batches (cache-deletes.ts), each moving the totals and telling the replicas to forget. */
+  private deleteWhere(choice: Choice): Promise<number> {
+    return deleteInBatches(this.pool, choice, async (c, gone) => {
       await this.moveTotals(c, -gone.bytes, -gone.n);
       await c.query(NOTIFY_SQL, [changePayload('cache')]);
       await c.query(NOTIFY_SQL, [stampPayload(this.stamps.next('cache'))]);

@@ -19,12 +19,13 @@ export const CACHE_ENTRIES: LockedTable = { table: 'cache_entries', key: 'key', 
 export const API_KEYS: LockedTable = { table: 'api_keys', key: 'id', order: 'id COLLATE "C"' };
 
 /**
- * A writing statement's condition: the rows `where` chooses, locked in key order by the
- * subquery before the statement reaches them. Whatever the plan, the statement writes only rows
- * the subquery returned, each already locked, so the locks are taken in the subquery's order.
- * One statement, one snapshot: a row stored again between a separate lock and the write could
- * not escape the order. `limit`: at most that many rows (a batch).
+ * A writing statement's condition: the rows `where` chooses, locked in key order by a subquery
+ * run once before the statement reads a row (an ARRAY of them, an InitPlan), so the statement
+ * writes only rows already locked, and finds them by its primary key. (As `IN (subquery)` the
+ * planner joined the subquery's keys to a scan of the whole table.) One statement, one
+ * snapshot: a row stored again between a separate lock and the write could not escape the
+ * order. `limit`: at most that many rows (a batch).
  */
 export function chosenInKeyOrder(t: LockedTable, where: string, limit?: number): string {
-  return `${t.key} IN (SELECT ${t.key} FROM ${t.table} WHERE ${where} ORDER BY ${t.order}${limit ? ` LIMIT ${limit}` : ''} FOR UPDATE)`;
+  return `${t.key} = ANY (ARRAY(SELECT ${t.key} FROM ${t.table} WHERE ${where} ORDER BY ${t.order}${limit ? ` LIMIT ${limit}` : ''} FOR UPDATE))`;
 }
