@@ -78,6 +78,26 @@ describe('row locks across replicas', () => {
 
   const hit = async (cache: PgResponseCache, key: string, at: number) => cache.recordHit((await cache.get(key))!, at);
 
+  /**
+   * `first`, then `second`, each started once the writers before it wait behind `row`, held by
+   * another session; then the row is let go. Both writers' outcomes, in that order.
+   */
+  async function queuedBehind(
+    url: string,
+    pool: Pool,
+    row: { table: string; column: string; key: string },
+    first: () => Promise<unknown>,
+    second: () => Promise<unknown>,
+  ): Promise<PromiseSettledResult<unknown>[]> {
+    const holder = await holdRow(url, row.table, row.column, row.key);
+    const one = first();
+    await waiters(pool, 1);
+    const two = second();
+    await waiters(pool, 2);
+    await holder.release();
+    return Promise.allSettled([one, two]);
+  }
+
   it('two replicas flushing hits on the same entries in opposite orders both commit', async () => {
     const db = await database();
     const [poolA, poolB] = [db.pool(), db.pool()];
@@ -87,13 +107,7 @@ describe('row locks across replicas', () => {
     await hit(b, hi, 100);
     await hit(a, hi, 200);
     await hit(a, lo, 200);
-    const holder = await holdRow(db.url, 'cache_entries', 'key', lo);
-    const flushB = b.flush();
-    await waiters(poolA, 1);
-    const flushA = a.flush();
-    await waiters(poolA, 2);
-    await holder.release();
-    expect(await Promise.allSettled([flushA, flushB])).toEqual([
+    expect(await queuedBehind(db.url, poolA, { table: 'cache_entries', column: 'key', key: lo }, () => b.flush(), () => a.flush())).toEqual([
       { status: 'fulfilled', value: undefined },
       { status: 'fulfilled', value: undefined },
     ]);
@@ -111,15 +125,10 @@ describe('row locks across replicas', () => {
     const b = await PgResponseCache.open(poolB, ORIGIN);
     await hit(b, hi, 100);
     await hit(b, lo, 100);
-    const holder = await holdRow(db.url, 'cache_entries', 'key', lo);
     // The two under test are all the totals know of (the filler went in by SQL): down to half
     // of one, eviction takes both.
-    const evict = a.maintain(a.totalBytes() / 4 / 0.9, () => 0);
-    await waiters(poolA, 1);
-    const flushB = b.flush();
-    await waiters(poolA, 2);
-    await holder.release();
-    expect(await Promise.allSettled([evict, flushB])).toEqual([
+    const evict = () => a.maintain(a.totalBytes() / 4 / 0.9, () => 0);
+    expect(await queuedBehind(db.url, poolA, { table: 'cache_entries', column: 'key', key: lo }, evict, () => b.flush())).toEqual([
       { status: 'fulfilled', value: 2 },
       { status: 'fulfilled', value: undefined },
     ]);
@@ -144,13 +153,8 @@ describe('row locks across replicas', () => {
       const b = await PgResponseCache.open(poolB, ORIGIN);
       await hit(b, lo, 3_000_100);
       await hit(b, hi, 3_000_100);
-      const holder = await holdRow(db.url, 'cache_entries', 'key', hi);
-      const evict = a.maintain(a.totalBytes() / 4 / 0.9, () => 0);
-      await waiters(poolA, 1);
-      const flushB = b.flush();
-      await waiters(poolA, 2);
-      await holder.release();
-      const settled = await Promise.allSettled([evict, flushB]);
+      const evict = () => a.maintain(a.totalBytes() / 4 / 0.9, () => 0);
+      const settled = await queuedBehind(db.url, poolA, { table: 'cache_entries', column: 'key', key: hi }, evict, () => b.flush());
       expect(settled.map((x) => x.status)).toEqual(['fulfilled', 'fulfilled']);
     }
   });
@@ -165,13 +169,9 @@ describe('row locks across replicas', () => {
     await poolA.query('ANALYZE api_keys');
     const [lo, hi] = ['key_00001', 'key_00002'];
     const [a, b] = [new PgKeys(poolA, systemClock), new PgKeys(poolB, systemClock)];
-    const holder = await holdRow(db.url, 'api_keys', 'id', lo);
-    const touchB = b.touchAll(new Map([[lo, 100], [hi, 100]]));
-    await waiters(poolA, 1);
-    const touchA = a.touchAll(new Map([[hi, 200], [lo, 200]]));
-    await waiters(poolA, 2);
-    await holder.release();
-    expect(await Promise.allSettled([touchA, touchB])).toEqual([
+    const touchB = () => b.touchAll(new Map([[lo, 100], [hi, 100]]));
+    const touchA = () => a.touchAll(new Map([[hi, 200], [lo, 200]]));
+    expect(await queuedBehind(db.url, poolA, { table: 'api_keys', column: 'id', key: lo }, touchB, touchA)).toEqual([
       { status: 'fulfilled', value: undefined },
       { status: 'fulfilled', value: undefined },
     ]);
